@@ -1,0 +1,69 @@
+"""agentledger: conversation state for LLM agents that is never silently lost, duplicated or
+corrupted, and costs what changed to persist.
+
+The names below are the public API. Optional parts (providers, server, Postgres) load lazily and
+say which extra to install when it is missing.
+"""
+
+from agentledger.errors import (
+    AgentLedgerError,
+    CodecError,
+    ConflictError,
+    CorruptStoreError,
+    HistoryError,
+    InvalidIdError,
+    MissingDependencyError,
+    ModelError,
+    SessionBusyError,
+    SessionNotFoundError,
+    StoreError,
+    UserError,
+    VersionNotFoundError,
+)
+from agentledger.messages import (
+    AudioBlock,
+    Block,
+    FileBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    VideoBlock,
+    decode,
+    encode,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentLedgerError",
+    "AudioBlock",
+    "Block",
+    "CodecError",
+    "ConflictError",
+    "CorruptStoreError",
+    "FileBlock",
+    "HistoryError",
+    "ImageBlock",
+    "InvalidIdError",
+    "MissingDependencyError",
+    "ModelError",
+    "Msg",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "StoreError",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
+    "UserError",
+    "VersionNotFoundError",
+    "VideoBlock",
+    "__version__",
+    "decode",
+    "encode",
+]
