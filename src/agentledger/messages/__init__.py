@@ -17,9 +17,11 @@ from agentledger.messages.codec import (
     decode,
     decode_list,
     decode_many,
+    decode_value,
     digest_of,
     encode,
     encode_many,
+    encode_value,
     encode_with_digest,
 )
 from agentledger.messages.ids import new_id
@@ -48,9 +50,11 @@ __all__ = [
     "decode",
     "decode_list",
     "decode_many",
+    "decode_value",
     "digest_of",
     "encode",
     "encode_many",
+    "encode_value",
     "encode_with_digest",
     "freeze",
     "new_id",

@@ -159,4 +159,3 @@ Block: TypeAlias = (
 BlockType = Literal[
     "text", "thinking", "image", "audio", "video", "file", "tool_use", "tool_result"
 ]
-

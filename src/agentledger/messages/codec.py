@@ -21,15 +21,26 @@ import msgspec
 from agentledger.errors import CodecError
 from agentledger.messages.blocks import Block
 from agentledger.messages.msg import ROLES, Msg, Usage
-from agentledger.messages.values import EMPTY, FrozenMap, json_dec_hook, json_enc_hook
+from agentledger.messages.values import (
+    EMPTY,
+    FrozenMap,
+    _from_json,
+    freeze,
+    json_dec_hook,
+    json_enc_hook,
+    thaw,
+)
 
 __all__ = [
     "canonical_bytes",
     "decode",
+    "decode_list",
     "decode_many",
+    "decode_value",
     "digest_of",
     "encode",
     "encode_many",
+    "encode_value",
     "encode_with_digest",
 ]
 
@@ -74,7 +85,14 @@ def _from_record(rec: _MsgRecord, digest: bytes | None = None) -> Msg:
     if created is not None and created.tzinfo is None:
         raise CodecError(f"naive created_at in message {rec.id!r}")
     return Msg._trusted(
-        rec.id, rec.role, rec.content, rec.name, rec.metadata, rec.usage, created, digest  # type: ignore[arg-type]
+        rec.id,
+        rec.role,
+        rec.content,
+        rec.name,
+        rec.metadata,
+        rec.usage,
+        created,
+        digest,  # type: ignore[arg-type]
     )
 
 
@@ -133,13 +151,48 @@ def decode_many(data: bytes | str) -> list[Msg]:
     return decode_list(lines)
 
 
-def decode_list(items: Sequence[bytes | bytearray | memoryview | str]) -> list[Msg]:
-    """Decode many encoded messages at once (one decoder call: the fast path for loads)."""
+def decode_list(
+    items: Sequence[bytes | bytearray | memoryview | str],
+    digests: Sequence[bytes] | None = None,
+) -> list[Msg]:
+    """Decode many encoded messages at once (one decoder call: the fast path for loads).
+
+    ``digests``, when given, are trusted as in ``decode``.
+    """
     if not items:
         return []
-    blob = b"[" + b",".join(bytes(i) if not isinstance(i, str) else i.encode() for i in items) + b"]"
+    if digests is not None:
+        return [_from_record(r, d) for r, d in zip(_decode_records(items), digests, strict=True)]
+    return [_from_record(r) for r in _decode_records(items)]
+
+
+def _decode_records(items: Sequence[bytes | bytearray | memoryview | str]) -> list[_MsgRecord]:
+    blob = (
+        b"[" + b",".join(bytes(i) if not isinstance(i, str) else i.encode() for i in items) + b"]"
+    )
     try:
         records = _many_decoder.decode(blob)
     except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError):
-        return [decode(i) for i in items]  # find and name the bad one
-    return [_from_record(r) for r in records]
+        for i, item in enumerate(items):  # find and name the bad one
+            try:
+                _decoder.decode(item)
+            except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError) as exc:
+                raise CodecError(f"item {i} is not an encoded message: {exc}") from None
+        raise
+    return records
+
+
+_value_decoder = msgspec.json.Decoder()
+
+
+def encode_value(value: Any) -> bytes:
+    """Canonical JSON for a named session value (summary, settings ...); bytes allowed anywhere."""
+    return canonical_bytes(freeze(value))
+
+
+def decode_value(data: bytes) -> Any:
+    """Inverse of ``encode_value``, as plain Python (dicts, lists, bytes)."""
+    try:
+        return thaw(_from_json(_value_decoder.decode(data)))
+    except (msgspec.DecodeError, CodecError, ValueError) as exc:
+        raise CodecError(f"not an encoded value: {exc}") from None

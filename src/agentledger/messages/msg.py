@@ -43,9 +43,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            **{f: getattr(self, f) + getattr(other, f) for f in self.__struct_fields__}
-        )
+        return Usage(**{f: getattr(self, f) + getattr(other, f) for f in self.__struct_fields__})
 
 
 def _now() -> datetime:
@@ -86,7 +84,7 @@ class Msg:
         name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         usage: Usage | None = None,
-        created_at: datetime | None | Literal["now"] = "now",
+        created_at: datetime | Literal["now"] | None = "now",
     ) -> None:
         if role not in ROLES:
             raise UserError(f"role must be one of {sorted(ROLES)}, got {role!r}")
@@ -225,4 +223,3 @@ class Msg:
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
-

@@ -1,0 +1,298 @@
+"""The store contract: the few primitives a backend implements, and the records they exchange.
+
+A backend (``Store``) never decides *what* to write. ``Ledger`` compares the caller's lists with
+the digests of the last commit (``planner``), encodes only the changed messages, and hands the
+backend one ``CommitPlan``. The backend applies it atomically, and only if the session is still
+at ``plan.base_version`` (optimistic concurrency); otherwise it raises ``ConflictError``.
+
+Storage is non-destructive. Each stored message row is live from the version that put it until
+the version that replaced or truncated it (``version_to``); a load at version ``v`` returns the
+rows live at ``v``. Only ``purge_history`` removes dead rows.
+
+All primitives are synchronous and thread-safe; ``AsyncLedger`` runs them in worker threads.
+Third-party backends subclass ``Store`` and pass ``agentledger.testing.run_conformance``.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agentledger.errors import SessionBusyError, VersionNotFoundError
+
+__all__ = [
+    "CommitPlan",
+    "Head",
+    "ListWrite",
+    "SearchHit",
+    "SessionInfo",
+    "SessionKey",
+    "Store",
+    "StoredMsg",
+    "StoredState",
+    "VersionInfo",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    """Sessions are always addressed by tenant *and* id; ids are checked by ``Ledger``."""
+
+    tenant: str
+    session: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMsg:
+    """One message as a backend keeps it.
+
+    ``body`` is the storage encoding (the canonical JSON, with large media replaced by blob
+    references); ``digest`` is the message's content digest; ``text`` is its searchable text.
+    """
+
+    msg_id: str
+    digest: bytes
+    body: bytes
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What the ledger needs to plan the next save: the version and the live digests."""
+
+    version: int
+    lists: dict[str, list[bytes]]
+    values: dict[str, bytes]  # name -> digest of the value's canonical JSON
+
+
+@dataclass(slots=True)
+class ListWrite:
+    """Changes to one named list: rows to put at positions, and the list's new length.
+
+    A put at a position that holds a live row replaces it (the old row stays in history).
+    Every live row at a position ``>= length`` is truncated away.
+    """
+
+    name: str
+    puts: list[tuple[int, StoredMsg]]
+    length: int
+
+
+@dataclass(slots=True)
+class CommitPlan:
+    """Everything one save writes, applied atomically at ``version == base_version + 1``."""
+
+    key: SessionKey
+    base_version: int
+    committed_at: datetime
+    lists: list[ListWrite] = field(default_factory=list)
+    values: dict[str, bytes | None] = field(default_factory=dict)  # None deletes
+    media: dict[bytes, bytes] = field(default_factory=dict)  # blob digest -> bytes
+    title: str | None = None  # None keeps the stored title
+    message_count: int | None = None  # length of ``context``; None keeps the stored count
+    appended: int = 0
+    replaced: int = 0
+    truncated: int = 0
+
+    @property
+    def version(self) -> int:
+        return self.base_version + 1
+
+    @property
+    def bytes_written(self) -> int:
+        rows = sum(len(m.body) for w in self.lists for _, m in w.puts)
+        values = sum(len(v) for v in self.values.values() if v is not None)
+        return rows + values + sum(len(b) for b in self.media.values())
+
+
+@dataclass(slots=True)
+class StoredState:
+    """A session as stored at one version."""
+
+    version: int
+    lists: dict[str, list[StoredMsg]]
+    values: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of ``list_sessions``."""
+
+    tenant: str
+    session_id: str
+    title: str | None
+    message_count: int
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """One committed version of a session and what it changed."""
+
+    version: int
+    committed_at: datetime
+    appended: int
+    replaced: int
+    truncated: int
+    values_changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A message whose text matched a search."""
+
+    tenant: str
+    session_id: str
+    list_name: str
+    position: int
+    msg_id: str
+    snippet: str
+
+
+class Store(ABC):
+    """The primitives every backend implements. See the module docstring for the contract."""
+
+    #: A string naming where the data lives (path, URL); used to share in-process leases.
+    location: str = ""
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def setup(self) -> None:  # noqa: B027 - optional hook
+        """Create or migrate the schema. Idempotent; safe to call from many processes."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and file handles."""
+
+    # -- reading -----------------------------------------------------------------------
+    @abstractmethod
+    def read_version(self, key: SessionKey) -> int:
+        """The committed version of a session, 0 if it does not exist. Must be cheap."""
+
+    @abstractmethod
+    def read_head(self, key: SessionKey) -> Head | None:
+        """Version and live digests of every list and value, or None if absent."""
+
+    @abstractmethod
+    def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
+        """The session as it was at ``version`` (default: latest), or None if it does not exist.
+
+        Raises ``VersionNotFoundError`` for a version that never existed or was purged.
+        """
+
+    @abstractmethod
+    def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The blobs stored for these digests (missing ones are simply absent)."""
+
+    @abstractmethod
+    def history(self, key: SessionKey) -> list[VersionInfo]:
+        """Every version still on record, oldest first."""
+
+    @abstractmethod
+    def list_sessions(
+        self, tenant: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        """A tenant's sessions, most recently updated first."""
+
+    # -- writing -----------------------------------------------------------------------
+    @abstractmethod
+    def commit(self, plan: CommitPlan) -> None:
+        """Apply ``plan`` atomically if the session is at ``plan.base_version``.
+
+        ``base_version == 0`` creates the session (and conflicts if it exists). Otherwise raise
+        ``ConflictError(expected=plan.base_version, actual=stored)`` and change nothing.
+        """
+
+    @abstractmethod
+    def delete(self, key: SessionKey) -> bool:
+        """Remove the session and all its history. True if it existed."""
+
+    @abstractmethod
+    def purge_history(self, key: SessionKey, keep_last: int) -> int:
+        """Drop rows only needed by versions older than the last ``keep_last``; return how many.
+
+        Afterwards the last ``keep_last`` versions still load; older ones raise
+        ``VersionNotFoundError``.
+        """
+
+    # -- conveniences with generic implementations ---------------------------------------
+    def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
+        """Messages whose text contains every word of ``query`` (case-insensitive).
+
+        This generic version scans live messages; indexed backends override it.
+        """
+        words = [w for w in query.lower().split() if w]
+        if not words:
+            return []
+        hits: list[SearchHit] = []
+        for info in self.list_sessions(tenant):
+            state = self.load(SessionKey(tenant, info.session_id))
+            if state is None:
+                continue
+            for name, rows in state.lists.items():
+                for position, row in enumerate(rows):
+                    text = row.text.lower()
+                    if all(w in text for w in words):
+                        hits.append(
+                            SearchHit(
+                                tenant,
+                                info.session_id,
+                                name,
+                                position,
+                                row.msg_id,
+                                snippet_around(row.text, words[0]),
+                            )
+                        )
+                        if len(hits) >= limit:
+                            return hits
+        return hits
+
+    @contextmanager
+    def lease(self, key: SessionKey, *, wait: float = 0.0) -> Iterator[None]:
+        """Hold the session's run lease: at most one run per session at a time.
+
+        This default is per process (shared by every store opened on the same ``location``);
+        the Postgres backend holds it across hosts. Raises ``SessionBusyError`` if it cannot
+        be taken within ``wait`` seconds.
+        """
+        lock = _process_lock(self.location, key)
+        if not lock.acquire(timeout=wait) if wait > 0 else not lock.acquire(blocking=False):
+            raise SessionBusyError(
+                f"session {key.session!r} (tenant {key.tenant!r}) is already running"
+            )
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+def check_version(version: int | None, oldest: int, latest: int) -> None:
+    """Raise ``VersionNotFoundError`` unless ``oldest <= version <= latest``."""
+    if version is not None and not oldest <= version <= latest:
+        raise VersionNotFoundError(
+            f"version {version} is not available (this session has versions {oldest}..{latest})"
+        )
+
+
+def snippet_around(text: str, word: str, width: int = 80) -> str:
+    """A short excerpt of ``text`` centred on the first occurrence of ``word``."""
+    at = text.lower().find(word.lower())
+    start = max(0, at - width // 2) if at >= 0 else 0
+    excerpt = text[start : start + width].replace("\n", " ")
+    return ("…" if start else "") + excerpt + ("…" if start + width < len(text) else "")
+
+
+_locks_guard = threading.Lock()
+_locks: dict[tuple[str, SessionKey], threading.Lock] = {}
+
+
+def _process_lock(location: str, key: SessionKey) -> threading.Lock:
+    with _locks_guard:
+        lock = _locks.get((location, key))
+        if lock is None:
+            lock = _locks[(location, key)] = threading.Lock()
+        return lock

@@ -1,0 +1,399 @@
+"""``Ledger``: load and save sessions, writing only what changed.
+
+The ledger keeps, per session, the digests it last committed (``Head``). A save compares every
+position of every given list with them (``planner.diff_list``), encodes only the changed
+messages and hands the backend one atomic ``CommitPlan``. An equal list writes nothing; a grown
+list appends; an edit writes the edited rows. The cached head is trusted only while the stored
+version still matches it, so another process's commit is never planned against stale digests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from agentledger.errors import (
+    CodecError,
+    ConflictError,
+    CorruptStoreError,
+    SessionNotFoundError,
+    UserError,
+)
+from agentledger.messages import Msg, decode_list, decode_value, digest_of, encode_value
+from agentledger.messages.codec import encode_with_digest
+from agentledger.store import media
+from agentledger.store.base import (
+    CommitPlan,
+    Head,
+    ListWrite,
+    SearchHit,
+    SessionInfo,
+    SessionKey,
+    Store,
+    StoredMsg,
+    StoredState,
+    VersionInfo,
+)
+from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
+from agentledger.store.planner import diff_list
+from agentledger.store.state import CONTEXT, SaveReport, SessionState
+from agentledger.store.urls import open_store
+
+__all__ = ["Ledger"]
+
+_RETRIES = 20
+_TITLE_LENGTH = 80
+
+
+def searchable_text(msg: Msg) -> str:
+    """Text that search indexes: text blocks, thinking, and tool-result text."""
+    parts = [msg.text]
+    parts.extend(r.text for r in msg.tool_results)
+    return "\n".join(p for p in parts if p)
+
+
+def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:
+    canonical, digest = encode_with_digest(msg)
+    body, blobs = media.externalize(msg, canonical)
+    return StoredMsg(msg.id, digest, body, searchable_text(msg)), blobs
+
+
+def _title_of(messages: Sequence[Msg]) -> str | None:
+    for msg in messages:
+        if msg.role == "user" and msg.text.strip():
+            text = " ".join(msg.text.split())
+            return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
+    return None
+
+
+class Ledger:
+    """Sessions in one store, keyed by ``(tenant, session_id)``.
+
+    ``Ledger(url)`` opens ``memory://``, ``jsonl:///dir``, ``sqlite:///file.db`` or
+    ``postgresql://...``; ``Ledger()`` opens SQLite in the user data directory. A ``Store``
+    instance is accepted too. ``tenant`` is the default for every call that does not name one.
+    """
+
+    def __init__(self, url: str | Store | None = None, *, tenant: str = DEFAULT_TENANT) -> None:
+        self.store: Store = url if isinstance(url, Store) else open_store(url)
+        self.tenant = check_id(tenant, "tenant id")
+        self._heads: dict[SessionKey, Head] = {}
+        self._guard = threading.Lock()
+        self._key_locks: dict[SessionKey, threading.Lock] = {}
+        self.store.setup()
+
+    # -- plumbing ------------------------------------------------------------------------
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def key(self, session: str, tenant: str | None = None) -> SessionKey:
+        """The validated key for a session id (and tenant, default: this ledger's)."""
+        return SessionKey(
+            check_id(tenant if tenant is not None else self.tenant, "tenant id"),
+            check_id(session, "session id"),
+        )
+
+    def _lock_for(self, key: SessionKey) -> threading.Lock:
+        with self._guard:
+            lock = self._key_locks.get(key)
+            if lock is None:
+                lock = self._key_locks[key] = threading.Lock()
+            return lock
+
+    def _head(self, key: SessionKey, *, fresh: bool = False) -> Head:
+        cached = self._heads.get(key)
+        if cached is not None and not fresh and self.store.read_version(key) == cached.version:
+            return cached
+        head = self.store.read_head(key) or Head(0, {}, {})
+        self._heads[key] = head
+        return head
+
+    # -- reading -------------------------------------------------------------------------
+    def load(
+        self, session: str, *, tenant: str | None = None, version: int | None = None
+    ) -> SessionState:
+        """The session's lists and values (at ``version``, default latest).
+
+        A session that does not exist loads as an empty state at version 0.
+        """
+        key = self.key(session, tenant)
+        stored = self.store.load(key, version)
+        if stored is None:
+            if version not in (None, 0):
+                raise SessionNotFoundError(f"no session {session!r} for tenant {key.tenant!r}")
+            return SessionState()
+        state = self._decode(key, stored)
+        if version is None:
+            self._heads[key] = Head(
+                stored.version,
+                {name: [m.digest for m in rows] for name, rows in stored.lists.items()},
+                {name: digest_of(raw) for name, raw in stored.values.items()},
+            )
+        return state
+
+    def messages(
+        self,
+        session: str,
+        name: str = CONTEXT,
+        *,
+        tenant: str | None = None,
+        version: int | None = None,
+    ) -> list[Msg]:
+        """One list of the session (empty if absent)."""
+        return self.load(session, tenant=tenant, version=version).lists.get(name, [])
+
+    def _decode(self, key: SessionKey, stored: StoredState) -> SessionState:
+        lists: dict[str, list[Msg]] = {}
+        for name, rows in stored.lists.items():
+            try:
+                if any(media.has_refs(r.body) for r in rows):
+                    fetch = lambda digests: self.store.read_media(key, digests)  # noqa: E731
+                    msgs = [
+                        media.internalize(r.body, r.digest, fetch)
+                        if media.has_refs(r.body)
+                        else decode_list([r.body], [r.digest])[0]
+                        for r in rows
+                    ]
+                else:
+                    msgs = decode_list([r.body for r in rows], [r.digest for r in rows])
+            except (CodecError, KeyError) as exc:
+                raise CorruptStoreError(
+                    f"session {key.session!r} list {name!r} cannot be decoded: {exc}",
+                    location=f"{self.store.location} {key.tenant}/{key.session}/{name}",
+                ) from None
+            lists[name] = msgs
+        values = {}
+        for name, raw in stored.values.items():
+            try:
+                values[name] = decode_value(raw)
+            except CodecError as exc:
+                raise CorruptStoreError(
+                    f"session {key.session!r} value {name!r} cannot be decoded: {exc}"
+                ) from None
+        return SessionState(stored.version, lists, values)
+
+    def exists(self, session: str, *, tenant: str | None = None) -> bool:
+        return self.store.read_version(self.key(session, tenant)) > 0
+
+    def version(self, session: str, *, tenant: str | None = None) -> int:
+        """The committed version (0 when the session does not exist)."""
+        return self.store.read_version(self.key(session, tenant))
+
+    def list_sessions(
+        self, *, tenant: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Sessions of a tenant, most recently updated first."""
+        tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
+        return self.store.list_sessions(tenant, limit=limit, offset=offset)
+
+    def history(self, session: str, *, tenant: str | None = None) -> list[VersionInfo]:
+        """Every version on record and what it changed, oldest first."""
+        return self.store.history(self.key(session, tenant))
+
+    def search(self, query: str, *, tenant: str | None = None, limit: int = 20) -> list[SearchHit]:
+        """Live messages of a tenant whose text matches ``query``."""
+        tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
+        return self.store.search(tenant, query, limit=limit)
+
+    # -- writing -------------------------------------------------------------------------
+    def save(
+        self,
+        session: str,
+        messages: Sequence[Msg],
+        *,
+        name: str = CONTEXT,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        """Make list ``name`` equal ``messages``, writing only the positions that changed.
+
+        With ``expected_version``, raise ``ConflictError`` unless the session is still at that
+        version (0 means "must not exist yet"). Without it, a concurrent commit by another
+        writer is read back and the save re-planned against it (the other commit stays in
+        history).
+        """
+        return self.save_state(
+            session,
+            lists={name: messages},
+            tenant=tenant,
+            expected_version=expected_version,
+        )
+
+    def save_state(
+        self,
+        session: str,
+        *,
+        lists: Mapping[str, Sequence[Msg]] | None = None,
+        values: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        """Save several lists and values in one atomic commit.
+
+        Lists and values not named are left as they are; a value of ``None`` deletes it.
+        """
+        key = self.key(session, tenant)
+        lists = {check_list_name(n): self._check_messages(m) for n, m in (lists or {}).items()}
+        encoded_values = {
+            check_list_name(n): (None if v is None else encode_value(v))
+            for n, v in (values or {}).items()
+        }
+        with self._lock_for(key):
+            for _ in range(_RETRIES):
+                head = self._head(key)
+                if expected_version is not None and head.version != expected_version:
+                    raise ConflictError(
+                        f"session {key.session!r} is at version {head.version}, "
+                        f"not the expected {expected_version}",
+                        expected=expected_version,
+                        actual=head.version,
+                    )
+                plan = self._plan(key, head, lists, encoded_values)
+                if plan is None:
+                    return SaveReport(version=head.version, noop=True)
+                try:
+                    self.store.commit(plan)
+                except ConflictError:
+                    self._heads.pop(key, None)
+                    if expected_version is not None:
+                        raise
+                    continue
+                except BaseException:
+                    self._heads.pop(key, None)  # unknown outcome: re-read next time
+                    raise
+                self._heads[key] = self._advance(head, plan)
+                return SaveReport(
+                    version=plan.version,
+                    noop=False,
+                    appended=plan.appended,
+                    replaced=plan.replaced,
+                    truncated=plan.truncated,
+                    values_changed=len(plan.values),
+                    bytes_written=plan.bytes_written,
+                )
+        raise ConflictError(f"session {key.session!r} kept changing under {_RETRIES} retries")
+
+    @staticmethod
+    def _check_messages(messages: Sequence[Msg]) -> Sequence[Msg]:
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise UserError("messages must be a sequence of Msg (use sync() for dicts)")
+        for msg in messages:
+            if not isinstance(msg, Msg):
+                raise UserError(
+                    f"save() takes Msg objects, got {type(msg).__name__}; "
+                    "use Ledger.sync() to persist OpenAI-format dicts"
+                )
+        return messages
+
+    def _plan(
+        self,
+        key: SessionKey,
+        head: Head,
+        lists: Mapping[str, Sequence[Msg]],
+        values: Mapping[str, bytes | None],
+    ) -> CommitPlan | None:
+        plan = CommitPlan(key=key, base_version=head.version, committed_at=datetime.now(UTC))
+        for name, messages in lists.items():
+            diff = diff_list(head.lists.get(name, ()), messages)
+            if diff.empty:
+                continue
+            puts = []
+            for position in diff.changed:
+                row, blobs = _stored(messages[position])
+                puts.append((position, row))
+                plan.media.update(blobs)
+            plan.lists.append(ListWrite(name, puts, diff.new_length))
+            plan.appended += diff.appended
+            plan.replaced += diff.replaced
+            plan.truncated += diff.truncated
+        for name, raw in values.items():
+            current = head.values.get(name)
+            if raw is None and current is not None:
+                plan.values[name] = None
+            elif raw is not None and current != digest_of(raw):
+                plan.values[name] = raw
+        if not plan.lists and not plan.values:
+            return None
+        if "title" in plan.values:
+            raw_title = plan.values["title"]
+            plan.title = decode_value(raw_title) if raw_title is not None else ""
+        if CONTEXT in lists:
+            plan.message_count = len(lists[CONTEXT])
+            if "title" not in head.values and "title" not in plan.values:
+                plan.title = _title_of(lists[CONTEXT]) or ""
+        return plan
+
+    @staticmethod
+    def _advance(head: Head, plan: CommitPlan) -> Head:
+        lists = {name: list(digests) for name, digests in head.lists.items()}
+        for write in plan.lists:
+            digests = lists.setdefault(write.name, [])
+            del digests[write.length :]
+            for position, row in write.puts:
+                if position < len(digests):
+                    digests[position] = row.digest
+                else:
+                    digests.append(row.digest)
+            if not digests:
+                del lists[write.name]
+        values = dict(head.values)
+        for name, raw in plan.values.items():
+            if raw is None:
+                values.pop(name, None)
+            else:
+                values[name] = digest_of(raw)
+        return Head(plan.version, lists, values)
+
+    def delete(self, session: str, *, tenant: str | None = None) -> bool:
+        """Delete a session and all its history. True if it existed."""
+        key = self.key(session, tenant)
+        with self._lock_for(key):
+            self._heads.pop(key, None)
+            return self.store.delete(key)
+
+    def purge_history(self, session: str, *, keep_last: int = 1, tenant: str | None = None) -> int:
+        """Forget what only versions older than the last ``keep_last`` need."""
+        if keep_last < 1:
+            raise UserError("keep_last must be at least 1 (the current version)")
+        return self.store.purge_history(self.key(session, tenant), keep_last)
+
+    def fork(
+        self,
+        session: str,
+        new_session: str,
+        *,
+        at_version: int | None = None,
+        tenant: str | None = None,
+        new_tenant: str | None = None,
+    ) -> SaveReport:
+        """Start ``new_session`` as a copy of ``session`` at ``at_version`` (default latest).
+
+        The new session must not exist; large media is shared, not copied.
+        """
+        state = self.load(session, tenant=tenant, version=at_version)
+        if not state.exists:
+            raise SessionNotFoundError(f"no session {session!r} to fork")
+        return self.save_state(
+            new_session,
+            lists=state.lists,
+            values=state.values,
+            tenant=new_tenant if new_tenant is not None else tenant,
+            expected_version=0,
+        )
+
+    @contextmanager
+    def lease(
+        self, session: str, *, tenant: str | None = None, wait: float = 0.0
+    ) -> Iterator[None]:
+        """Hold the session's run lease (one active run per session); see ``Store.lease``."""
+        with self.store.lease(self.key(session, tenant), wait=wait):
+            yield

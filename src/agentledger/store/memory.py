@@ -1,0 +1,244 @@
+"""``memory://``: the reference backend. Everything lives in this process and dies with it.
+
+It keeps every row with the versions it was live for, exactly as the persistent backends do,
+so it is the executable definition of the store contract (the conformance suite runs on it
+first) and the natural store for tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agentledger.errors import ConflictError
+from agentledger.store.base import (
+    CommitPlan,
+    Head,
+    SessionInfo,
+    SessionKey,
+    Store,
+    StoredMsg,
+    StoredState,
+    VersionInfo,
+    check_version,
+)
+from agentledger.store.media import blob_refs
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass(slots=True)
+class _Row:
+    position: int
+    version_from: int
+    version_to: int | None
+    item: StoredMsg
+
+
+@dataclass(slots=True)
+class _ValueRow:
+    version_from: int
+    version_to: int | None
+    raw: bytes
+
+
+@dataclass(slots=True)
+class _Session:
+    created_at: datetime
+    updated_at: datetime
+    version: int = 0
+    oldest: int = 1
+    title: str | None = None
+    message_count: int = 0
+    live: dict[str, list[StoredMsg]] = field(default_factory=dict)
+    rows: dict[str, list[_Row]] = field(default_factory=dict)
+    values: dict[str, list[_ValueRow]] = field(default_factory=dict)
+    versions: list[VersionInfo] = field(default_factory=list)
+
+
+class MemoryStore(Store):
+    """An in-process store; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.location = f"memory://{id(self):x}"
+        self._lock = threading.Lock()
+        self._sessions: dict[SessionKey, _Session] = {}
+        self._blobs: dict[tuple[str, bytes], bytes] = {}
+
+    def read_version(self, key: SessionKey) -> int:
+        with self._lock:
+            s = self._sessions.get(key)
+            return s.version if s else 0
+
+    def read_head(self, key: SessionKey) -> Head | None:
+        with self._lock:
+            s = self._sessions.get(key)
+            if s is None:
+                return None
+            lists = {n: [m.digest for m in live] for n, live in s.live.items() if live}
+            values = {}
+            for name, rows in s.values.items():
+                current = [r for r in rows if r.version_to is None]
+                if current:
+                    from agentledger.messages import digest_of
+
+                    values[name] = digest_of(current[0].raw)
+            return Head(s.version, lists, values)
+
+    def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
+        with self._lock:
+            s = self._sessions.get(key)
+            if s is None:
+                return None
+            check_version(version, s.oldest, s.version)
+            if version is None or version == s.version:
+                lists = {n: list(live) for n, live in s.live.items() if live}
+                values = {
+                    n: r.raw for n, rows in s.values.items() for r in rows if r.version_to is None
+                }
+                return StoredState(s.version, lists, values)
+            at = version
+
+            def live_at(vf: int, vt: int | None) -> bool:
+                return vf <= at and (vt is None or vt > at)
+
+            lists = {}
+            for name, rows in s.rows.items():
+                alive = sorted(
+                    (r for r in rows if live_at(r.version_from, r.version_to)),
+                    key=lambda r: r.position,
+                )
+                if alive:
+                    lists[name] = [r.item for r in alive]
+            values = {
+                n: r.raw
+                for n, rows in s.values.items()
+                for r in rows
+                if live_at(r.version_from, r.version_to)
+            }
+            return StoredState(at, lists, values)
+
+    def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        with self._lock:
+            return {
+                d: self._blobs[(key.tenant, d)] for d in digests if (key.tenant, d) in self._blobs
+            }
+
+    def history(self, key: SessionKey) -> list[VersionInfo]:
+        with self._lock:
+            s = self._sessions.get(key)
+            return [v for v in s.versions if v.version >= s.oldest] if s else []
+
+    def list_sessions(
+        self, tenant: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        with self._lock:
+            infos = [
+                SessionInfo(
+                    k.tenant,
+                    k.session,
+                    s.title,
+                    s.message_count,
+                    s.version,
+                    s.created_at,
+                    s.updated_at,
+                )
+                for k, s in self._sessions.items()
+                if k.tenant == tenant
+            ]
+        infos.sort(key=lambda i: (i.updated_at, i.session_id), reverse=True)
+        return infos[offset : None if limit is None else offset + limit]
+
+    def commit(self, plan: CommitPlan) -> None:
+        with self._lock:
+            s = self._sessions.get(plan.key)
+            stored = s.version if s else 0
+            if stored != plan.base_version:
+                raise ConflictError(
+                    f"session {plan.key.session!r} is at version {stored}, "
+                    f"the save was planned at {plan.base_version}",
+                    expected=plan.base_version,
+                    actual=stored,
+                )
+            if s is None:
+                s = self._sessions[plan.key] = _Session(plan.committed_at, plan.committed_at)
+            v = plan.version
+            for write in plan.lists:
+                live = s.live.setdefault(write.name, [])
+                rows = s.rows.setdefault(write.name, [])
+                open_rows = {r.position: r for r in rows if r.version_to is None}
+                for position, item in write.puts:
+                    if position in open_rows:
+                        open_rows[position].version_to = v
+                    rows.append(_Row(position, v, None, item))
+                    if position < len(live):
+                        live[position] = item
+                    else:
+                        live.append(item)
+                for position in range(write.length, len(live)):
+                    open_rows[position].version_to = v
+                del live[write.length :]
+            for name, raw in plan.values.items():
+                rows_v = s.values.setdefault(name, [])
+                for r in rows_v:
+                    if r.version_to is None:
+                        r.version_to = v
+                if raw is not None:
+                    rows_v.append(_ValueRow(v, None, raw))
+            for digest, data in plan.media.items():
+                self._blobs.setdefault((plan.key.tenant, digest), data)
+            s.version = v
+            s.updated_at = plan.committed_at
+            if plan.title is not None:
+                s.title = plan.title or None
+            if plan.message_count is not None:
+                s.message_count = plan.message_count
+            s.versions.append(
+                VersionInfo(
+                    v,
+                    plan.committed_at,
+                    plan.appended,
+                    plan.replaced,
+                    plan.truncated,
+                    len(plan.values),
+                )
+            )
+
+    def delete(self, key: SessionKey) -> bool:
+        with self._lock:
+            existed = self._sessions.pop(key, None) is not None
+            self._collect_blobs(key.tenant)
+            return existed
+
+    def purge_history(self, key: SessionKey, keep_last: int) -> int:
+        with self._lock:
+            s = self._sessions.get(key)
+            if s is None:
+                return 0
+            oldest = max(s.oldest, s.version - keep_last + 1)
+            removed = 0
+            for name, rows in s.rows.items():
+                kept = [r for r in rows if r.version_to is None or r.version_to > oldest]
+                removed += len(rows) - len(kept)
+                s.rows[name] = kept
+            for name, vrows in s.values.items():
+                kept_v = [r for r in vrows if r.version_to is None or r.version_to > oldest]
+                removed += len(vrows) - len(kept_v)
+                s.values[name] = kept_v
+            s.oldest = oldest
+            self._collect_blobs(key.tenant)
+            return removed
+
+    def _collect_blobs(self, tenant: str) -> None:
+        referenced = {
+            d
+            for k, s in self._sessions.items()
+            if k.tenant == tenant
+            for rows in s.rows.values()
+            for r in rows
+            for d in blob_refs(r.item.body)
+        }
+        for blob_key in [bk for bk in self._blobs if bk[0] == tenant and bk[1] not in referenced]:
+            del self._blobs[blob_key]
