@@ -1,0 +1,363 @@
+"""The store conformance suite. A backend is done when it passes it.
+
+Subclass ``StoreConformance`` in a test module and provide one fixture, ``open_ledger``: a
+function that opens a *new* ``Ledger`` (fresh cache) on the same underlying storage each time it
+is called, so the suite can tell what was really persisted from what a handle remembers::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def open_ledger(self, tmp_path):
+            ledgers = []
+            def open_() -> Ledger:
+                ledgers.append(Ledger(MyStore(tmp_path)))
+                return ledgers[-1]
+            yield open_
+            for ledger in ledgers:
+                ledger.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from agentledger.errors import (
+    ConflictError,
+    InvalidIdError,
+    SessionBusyError,
+    SessionNotFoundError,
+    VersionNotFoundError,
+)
+from agentledger.messages import Msg, decode, encode
+from agentledger.store import Ledger
+from agentledger.testing.samples import every_block_message, sample_conversation
+
+__all__ = ["StoreConformance"]
+
+OpenLedger = Callable[[], Ledger]
+
+
+def _rebuilt(msgs: list[Msg]) -> list[Msg]:
+    """Equal messages that share no objects with ``msgs`` (as after a reload)."""
+    return [decode(encode(m)) for m in msgs]
+
+
+def _texts(msgs: list[Msg]) -> list[str]:
+    return [m.text for m in msgs]
+
+
+class StoreConformance:
+    """Behaviour every backend must show; see the module docstring."""
+
+    @pytest.fixture
+    def open_ledger(self) -> OpenLedger:  # pragma: no cover - must be overridden
+        raise NotImplementedError("subclasses provide an open_ledger fixture")
+
+    # -- basics ------------------------------------------------------------------------
+    def test_missing_session_loads_empty(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        state = ledger.load("nobody")
+        assert state.version == 0 and state.lists == {} and state.values == {}
+        assert not ledger.exists("nobody")
+        assert ledger.history("nobody") == []
+
+    def test_round_trip_every_block_type(self, open_ledger: OpenLedger) -> None:
+        msgs = every_block_message()
+        report = open_ledger().save("s", msgs)
+        assert report.version == 1 and report.appended == len(msgs)
+        loaded = open_ledger().messages("s")
+        assert loaded == msgs
+        assert [m.digest for m in loaded] == [m.digest for m in msgs]
+        assert loaded[1].metadata["client"]["ip_hash"] == b"\x00\xffhash"
+
+    def test_versions_count_commits(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        msgs = sample_conversation(2, result_size=100)
+        assert ledger.save("s", msgs[:4]).version == 1
+        assert ledger.save("s", msgs).version == 2
+        assert open_ledger().version("s") == 2
+        assert [v.version for v in ledger.history("s")] == [1, 2]
+        assert ledger.history("s")[1].appended == 4
+
+    # -- seed 000: every element compared, by content --------------------------------------
+    @pytest.mark.parametrize(
+        ("size", "positions"), [(10, [3]), (1000, [3, 251, 749])], ids=["10", "1000"]
+    )
+    def test_edit_anywhere_is_persisted(
+        self, open_ledger: OpenLedger, size: int, positions: list[int]
+    ) -> None:
+        msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(size)]
+        open_ledger().save("s", msgs)
+        edited = open_ledger().messages("s")
+        for p in positions:
+            edited[p] = edited[p].replace(content="EDITED")
+        report = open_ledger().save("s", edited)
+        assert report.replaced == len(positions) and report.appended == 0
+        reloaded = open_ledger().messages("s")
+        for p in positions:
+            assert reloaded[p].text == "EDITED"
+        assert reloaded == edited
+
+    def test_equal_rebuilt_list_writes_nothing(self, open_ledger: OpenLedger) -> None:
+        msgs = sample_conversation(5, result_size=200)
+        open_ledger().save("s", msgs)
+        for ledger in (open_ledger(), open_ledger()):
+            fresh = ledger.messages("s")
+            report = ledger.save("s", _rebuilt(fresh))
+            assert report.noop and report.bytes_written == 0 and report.version == 1
+        # a handle that never loaded the session must also find nothing to write
+        report = open_ledger().save("s", _rebuilt(msgs))
+        assert report.noop and report.version == 1
+        assert open_ledger().version("s") == 1
+
+    def test_rebuilt_different_list_is_written(self, open_ledger: OpenLedger) -> None:
+        msgs = sample_conversation(3, result_size=200)
+        open_ledger().save("s", msgs)
+        changed = _rebuilt(msgs)
+        changed[5] = changed[5].replace(metadata={"note": b"\x00"})
+        report = open_ledger().save("s", changed)
+        assert not report.noop and report.replaced == 1
+        assert open_ledger().messages("s")[5].metadata["note"] == b"\x00"
+
+    # -- shapes of change ------------------------------------------------------------------
+    def test_append_writes_only_new_messages(self, open_ledger: OpenLedger) -> None:
+        msgs = sample_conversation(50, result_size=1000)
+        ledger = open_ledger()
+        ledger.save("s", msgs[:-4])
+        report = ledger.save("s", msgs)
+        assert report.appended == 4 and report.replaced == 0 and report.truncated == 0
+        assert report.bytes_written == sum(len(encode(m)) for m in msgs[-4:])
+        assert open_ledger().messages("s") == msgs
+
+    def test_insert_delete_truncate(self, open_ledger: OpenLedger) -> None:
+        msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(8)]
+        ledger = open_ledger()
+        ledger.save("s", msgs)
+        inserted = [*msgs[:2], Msg.user("new", id="new"), *msgs[2:]]
+        ledger.save("s", inserted)
+        assert _texts(open_ledger().messages("s")) == _texts(inserted)
+        deleted = inserted[:4] + inserted[5:]
+        ledger.save("s", deleted)
+        assert _texts(open_ledger().messages("s")) == _texts(deleted)
+        report = ledger.save("s", deleted[:3])
+        assert report.truncated == len(deleted) - 3
+        assert open_ledger().messages("s") == deleted[:3]
+        report = ledger.save("s", [])
+        assert report.truncated == 3 and open_ledger().messages("s") == []
+
+    def test_named_lists_and_values(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        a = [Msg.user("a", id="a")]
+        b = [Msg.user("b", id="b")]
+        ledger.save_state(
+            "s",
+            lists={"context": a, "scratch": b},
+            values={"summary": "so far", "settings": {"k": [1, b"\x01"]}},
+        )
+        state = open_ledger().load("s")
+        assert state.lists == {"context": a, "scratch": b}
+        assert state.values == {"summary": "so far", "settings": {"k": [1, b"\x01"]}}
+        report = ledger.save_state("s", values={"summary": "so far"})
+        assert report.noop
+        report = ledger.save_state("s", values={"summary": None, "other": 3})
+        assert report.values_changed == 2
+        state = open_ledger().load("s")
+        assert state.values == {"settings": {"k": [1, b"\x01"]}, "other": 3}
+        assert open_ledger().load("s", version=1).values["summary"] == "so far"
+        ledger.save("s", b, name="context")
+        assert open_ledger().load("s").lists == {"context": b, "scratch": b}
+
+    # -- history -----------------------------------------------------------------------
+    def test_replaced_and_truncated_messages_stay_in_history(self, open_ledger: OpenLedger) -> None:
+        msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(6)]
+        ledger = open_ledger()
+        ledger.save("s", msgs)  # v1
+        v2 = [*msgs[:2], msgs[2].replace(content="two"), *msgs[3:]]
+        ledger.save("s", v2)  # v2
+        ledger.save("s", v2[:2])  # v3
+        other = open_ledger()
+        assert other.messages("s", version=1) == msgs
+        assert other.messages("s", version=2) == v2
+        assert other.messages("s", version=3) == v2[:2]
+        assert other.messages("s") == v2[:2]
+        with pytest.raises(VersionNotFoundError):
+            other.load("s", version=4)
+        with pytest.raises(VersionNotFoundError):
+            other.load("s", version=-1)
+
+    def test_fork_at_version(self, open_ledger: OpenLedger) -> None:
+        msgs = every_block_message()
+        ledger = open_ledger()
+        ledger.save_state("s", lists={"context": msgs[:2]}, values={"summary": "x"})
+        ledger.save("s", msgs)
+        report = ledger.fork("s", "branch", at_version=1)
+        assert report.version == 1
+        assert open_ledger().load("branch").lists == {"context": msgs[:2]}
+        assert open_ledger().load("branch").values == {"summary": "x"}
+        assert open_ledger().messages("s") == msgs  # the source is untouched
+        with pytest.raises(ConflictError):
+            ledger.fork("s", "branch")
+        with pytest.raises(SessionNotFoundError):
+            ledger.fork("nothing-here", "x")
+
+    def test_purge_history_keeps_recent_versions(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        versions = []
+        msgs: list[Msg] = []
+        for i in range(5):
+            msgs = [*msgs[:-1], Msg.user(f"edit{i}", id=f"e{i}"), Msg.user(f"tail{i}", id=f"t{i}")]
+            ledger.save("s", msgs)
+            versions.append(list(msgs))
+        removed = ledger.purge_history("s", keep_last=2)
+        assert removed > 0
+        other = open_ledger()
+        assert other.messages("s") == versions[4]
+        assert other.messages("s", version=4) == versions[3]
+        with pytest.raises(VersionNotFoundError):
+            other.load("s", version=3)
+        assert [v.version for v in other.history("s")] == [4, 5]
+        ledger.save("s", [*msgs, Msg.user("after purge", id="ap")])
+        assert open_ledger().messages("s")[-1].text == "after purge"
+
+    # -- concurrency -------------------------------------------------------------------
+    def test_expected_version_conflict(self, open_ledger: OpenLedger) -> None:
+        a, b = open_ledger(), open_ledger()
+        base = [Msg.user("base", id="base")]
+        a.save("s", base)
+        b.load("s")
+        a.save("s", [*base, Msg.user("from a", id="fa")], expected_version=1)
+        with pytest.raises(ConflictError) as info:
+            b.save("s", [*base, Msg.user("from b", id="fb")], expected_version=1)
+        assert info.value.expected == 1 and info.value.actual == 2
+        assert _texts(open_ledger().messages("s")) == ["base", "from a"]
+        with pytest.raises(ConflictError):
+            b.save("new", base, expected_version=3)
+        assert not open_ledger().exists("new")
+
+    def test_save_without_expected_version_replans_after_other_writer(
+        self, open_ledger: OpenLedger
+    ) -> None:
+        a, b = open_ledger(), open_ledger()
+        base = [Msg.user(f"m{i}", id=f"m{i}") for i in range(4)]
+        a.save("s", base)
+        b.save("s", base)  # noop: b plans against a's commit
+        a.save("s", [*base, Msg.user("a", id="a")])
+        report = b.save("s", [*base, Msg.user("b", id="b")])
+        assert report.version == 3 and report.replaced == 1
+        assert _texts(open_ledger().messages("s")) == ["m0", "m1", "m2", "m3", "b"]
+        assert _texts(open_ledger().messages("s", version=2))[-1] == "a"  # kept in history
+
+    def test_create_only_when_absent(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        ledger.save("s", [Msg.user("x", id="x")], expected_version=0)
+        with pytest.raises(ConflictError):
+            open_ledger().save("s", [Msg.user("y", id="y")], expected_version=0)
+
+    def test_run_lease_is_exclusive(self, open_ledger: OpenLedger) -> None:
+        a, b = open_ledger(), open_ledger()
+        with a.lease("s"):
+            with pytest.raises(SessionBusyError), b.lease("s"):
+                pass
+            with b.lease("other"):
+                pass
+        with b.lease("s"):
+            pass
+
+    # -- sessions, tenants, ids --------------------------------------------------------
+    def test_list_sessions_and_delete(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        ledger.save("one", [Msg.user("What is the capital of France?", id="q")])
+        ledger.save("two", sample_conversation(2, result_size=50))
+        ledger.save("other-tenant", [Msg.user("hidden", id="h")], tenant="t2")
+        infos = open_ledger().list_sessions()
+        assert [i.session_id for i in infos] == ["two", "one"]
+        assert infos[1].title == "What is the capital of France?"
+        assert infos[1].message_count == 1 and infos[0].message_count == 8
+        assert infos[0].version == 1 and infos[0].updated_at.tzinfo is not None
+        assert [i.session_id for i in open_ledger().list_sessions(limit=1)] == ["two"]
+        assert [i.session_id for i in open_ledger().list_sessions(offset=1)] == ["one"]
+        assert [i.session_id for i in open_ledger().list_sessions(tenant="t2")] == ["other-tenant"]
+        assert ledger.delete("one") is True
+        assert ledger.delete("one") is False
+        other = open_ledger()
+        assert not other.exists("one") and other.load("one").version == 0
+        assert [i.session_id for i in other.list_sessions()] == ["two"]
+        ledger.save("one", [Msg.user("reborn", id="r")])
+        assert open_ledger().messages("one")[0].text == "reborn"
+
+    def test_tenants_are_isolated(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        ledger.save("s", [Msg.user("alpha", id="x")], tenant="alpha")
+        ledger.save("s", [Msg.user("beta", id="x")], tenant="beta")
+        other = open_ledger()
+        assert other.messages("s", tenant="alpha")[0].text == "alpha"
+        assert other.messages("s", tenant="beta")[0].text == "beta"
+        assert other.messages("s") == []
+        other.delete("s", tenant="alpha")
+        assert open_ledger().messages("s", tenant="beta")[0].text == "beta"
+
+    @pytest.mark.parametrize(
+        "hostile",
+        [
+            "../../etc/passwd",
+            "a/b",
+            "A",
+            "a",
+            "%41",
+            "..",
+            ".",
+            "~x",
+            "x" * 256,
+            "ünï 码 🚀",
+            "C:\\windows",
+            "con",
+            "a\\b",
+            "-rf",
+        ],
+    )
+    def test_hostile_ids_round_trip(self, open_ledger: OpenLedger, hostile: str) -> None:
+        ledger = open_ledger()
+        ledger.save(hostile, [Msg.user(hostile, id="m")], tenant=hostile)
+        ledger.save("A" if hostile != "A" else "B", [Msg.user("other", id="o")], tenant=hostile)
+        assert open_ledger().messages(hostile, tenant=hostile)[0].text == hostile
+        ids = {i.session_id for i in open_ledger().list_sessions(tenant=hostile)}
+        assert hostile in ids and len(ids) == 2
+
+    @pytest.mark.parametrize("bad", ["", "x" * 257, "a\x00b", "line\nbreak", 42, None])
+    def test_invalid_ids_are_refused(self, open_ledger: OpenLedger, bad: object) -> None:
+        ledger = open_ledger()
+        with pytest.raises(InvalidIdError):
+            ledger.save(bad, [Msg.user("x")])  # type: ignore[arg-type]
+        if bad is not None:  # tenant=None means "this ledger's default tenant"
+            with pytest.raises(InvalidIdError):
+                ledger.load("ok", tenant=bad)  # type: ignore[arg-type]
+
+    # -- search and media --------------------------------------------------------------
+    def test_search_live_text(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        ledger.save("s1", [Msg.user("The quick brown fox", id="a"), Msg.user("lazy dog", id="b")])
+        ledger.save("s2", [Msg.user("quick thinking", id="c")], tenant="t2")
+        hits = open_ledger().search("quick fox")
+        assert [(h.session_id, h.msg_id, h.position) for h in hits] == [("s1", "a", 0)]
+        assert "fox" in hits[0].snippet.lower()
+        assert [h.session_id for h in open_ledger().search("quick", tenant="t2")] == ["s2"]
+        ledger.save("s1", [Msg.user("replaced", id="a2")])
+        assert open_ledger().search("fox") == []
+        assert open_ledger().search('"(*") AND NEAR') == []
+
+    def test_large_media_stored_once_and_restored(self, open_ledger: OpenLedger) -> None:
+        msgs = every_block_message()
+        ledger = open_ledger()
+        first = ledger.save("s", msgs)
+        # the 10 KB image is referenced, not inlined, in the stored body
+        assert first.bytes_written < sum(len(encode(m)) for m in msgs)
+        edited = [*msgs[:-1], msgs[-1].replace(content="changed")]
+        second = ledger.save("s", edited)
+        assert second.bytes_written < 1000
+        ledger.fork("s", "copy")
+        for name in ("s", "copy"):
+            loaded = open_ledger().messages(name)
+            assert loaded == edited
+            assert loaded[1].content[1].data == msgs[1].content[1].data
+        assert open_ledger().messages("s", version=1) == msgs
