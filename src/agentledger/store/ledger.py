@@ -390,6 +390,63 @@ class Ledger:
             expected_version=0,
         )
 
+    # -- moving data in and out (see ``transfer``) ------------------------------------------
+    def sync(
+        self,
+        session: str,
+        messages: Sequence[Msg | Mapping[str, Any]],
+        *,
+        name: str = CONTEXT,
+        tenant: str | None = None,
+    ) -> SaveReport:
+        """Persist a caller-owned live list (``Msg`` or OpenAI chat dicts) by content diff.
+
+        Nothing is decided by object identity and the caller's objects are never changed, so a
+        list that drops, rebuilds or recycles message objects is still saved exactly.
+        """
+        from agentledger.store.transfer import as_messages
+
+        return self.save(session, as_messages(messages), name=name, tenant=tenant)
+
+    def import_openai(
+        self,
+        session: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tenant: str | None = None,
+        overwrite: bool = False,
+    ) -> SaveReport:
+        """Store an OpenAI chat-completions transcript as the session's context."""
+        from agentledger.store.transfer import as_messages
+
+        return self.save(
+            session,
+            as_messages(messages),
+            tenant=tenant,
+            expected_version=None if overwrite else 0,
+        )
+
+    def export(self, session: str, target: Any, *, tenant: str | None = None) -> int:
+        """Write the session to a JSONL file or binary stream; returns the message count."""
+        from agentledger.store.transfer import export_session
+
+        if not self.exists(session, tenant=tenant):
+            raise SessionNotFoundError(f"no session {session!r} to export")
+        return export_session(self, session, target, tenant=tenant)
+
+    def import_(
+        self,
+        source: Any,
+        *,
+        session: str | None = None,
+        tenant: str | None = None,
+        overwrite: bool = False,
+    ) -> SaveReport:
+        """Load an ``export`` file (path, binary stream or bytes) as one commit."""
+        from agentledger.store.transfer import import_session
+
+        return import_session(self, source, session=session, tenant=tenant, overwrite=overwrite)
+
     @contextmanager
     def lease(
         self, session: str, *, tenant: str | None = None, wait: float = 0.0

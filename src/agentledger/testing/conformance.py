@@ -18,11 +18,16 @@ is called, so the suite can tell what was really persisted from what a handle re
 
 from __future__ import annotations
 
+import copy
+import gc
+import io
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from agentledger.errors import (
+    CodecError,
     ConflictError,
     InvalidIdError,
     SessionBusyError,
@@ -361,3 +366,83 @@ class StoreConformance:
             assert loaded == edited
             assert loaded[1].content[1].data == msgs[1].content[1].data
         assert open_ledger().messages("s", version=1) == msgs
+
+    # -- seed 004: persistence decided by content and position, never by object identity ---
+    def test_sync_survives_recycled_objects(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        live: list[dict[str, Any]] = [{"role": "system", "content": "be brief"}]
+        for i in range(20):
+            live.append({"role": "user", "content": f"question {i}"})
+            live.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"c{i}",
+                            "type": "function",
+                            "function": {"name": "lookup", "arguments": f'{{"q": {i}}}'},
+                        }
+                    ],
+                }
+            )
+            live.append(
+                {"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}", "_db_persisted": True}
+            )
+        ledger.sync("s", live)
+        # drop persisted dicts (as scaffolding cleanup and compaction do), collect them, then
+        # make many new dicts so that CPython hands their addresses to new messages
+        del live[-6:]
+        gc.collect()
+        fresh = [{"role": "user", "content": f"new {i}"} for i in range(200)]
+        live.extend(fresh)
+        before = copy.deepcopy(live)
+        report = ledger.sync("s", live)
+        assert live == before  # the caller's dicts are untouched (no markers stamped)
+        assert report.appended == 194 and report.truncated == 0
+        stored = open_ledger().messages("s")
+        assert [m.text for m in stored[-200:]] == [f"new {i}" for i in range(200)]
+        assert len(stored) == len(live) and len({m.id for m in stored}) == len(stored)
+        assert stored[3].metadata["_db_persisted"] is True  # private keys kept in storage
+        assert ledger.sync("s", copy.deepcopy(live)).noop  # equal rebuilt dicts: no write
+
+    def test_sync_msg_objects_reused_at_new_positions(self, open_ledger: OpenLedger) -> None:
+        ledger = open_ledger()
+        ok = Msg.user("ok", id="ok")
+        ledger.sync("s", [ok])
+        other = Msg.user("ok", id="ok2")
+        report = ledger.sync("s", [ok, other, ok.replace(id="ok3")])
+        assert report.appended == 2
+        assert [m.id for m in open_ledger().messages("s")] == ["ok", "ok2", "ok3"]
+
+    # -- export and import -----------------------------------------------------------------
+    def test_export_import_is_lossless(self, open_ledger: OpenLedger) -> None:
+        msgs = every_block_message()
+        ledger = open_ledger()
+        ledger.save_state(
+            "s", lists={"context": msgs, "notes": msgs[:1]}, values={"summary": {"b": b"\x00"}}
+        )
+        buf = io.BytesIO()
+        assert ledger.export("s", buf) == len(msgs) + 1
+        report = open_ledger().import_(buf.getvalue(), session="copy")
+        assert report.version == 1
+        copied = open_ledger().load("copy")
+        assert copied.lists["context"] == msgs and copied.lists["notes"] == msgs[:1]
+        assert [m.digest for m in copied.lists["context"]] == [m.digest for m in msgs]
+        assert copied.values == {"summary": {"b": b"\x00"}}
+        with pytest.raises(ConflictError):
+            open_ledger().import_(buf.getvalue(), session="copy")
+        broken = buf.getvalue().replace(b'"kind":"message"', b'"kind":"mess', 1)
+        with pytest.raises(CodecError, match="line 2"):
+            open_ledger().import_(broken, session="other")
+        assert not open_ledger().exists("other")
+        with pytest.raises(SessionNotFoundError):
+            ledger.export("missing", io.BytesIO())
+
+    def test_import_openai_transcript(self, open_ledger: OpenLedger) -> None:
+        transcript = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+        ]
+        open_ledger().import_openai("s", transcript)
+        assert [m.text for m in open_ledger().messages("s")] == ["hi", "hello"]

@@ -1,0 +1,170 @@
+"""``AsyncLedger``: the ledger for asyncio code (the agent loop, the server).
+
+Backends are synchronous and thread-safe, so each call runs in a worker thread
+(``asyncio.to_thread``) and the event loop never blocks on disk or network I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from agentledger.messages import Msg
+from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo
+from agentledger.store.ids import DEFAULT_TENANT
+from agentledger.store.ledger import Ledger
+from agentledger.store.state import CONTEXT, SaveReport, SessionState
+
+__all__ = ["AsyncLedger"]
+
+
+class AsyncLedger:
+    """The async twin of ``Ledger``: the same methods, awaited. ``.sync`` is the sync ledger."""
+
+    def __init__(self, url: str | Store | Ledger | None = None, *, tenant: str = DEFAULT_TENANT):
+        self.sync = url if isinstance(url, Ledger) else Ledger(url, tenant=tenant)
+
+    @property
+    def store(self) -> Store:
+        return self.sync.store
+
+    async def __aenter__(self) -> AsyncLedger:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)
+
+    async def load(
+        self, session: str, *, tenant: str | None = None, version: int | None = None
+    ) -> SessionState:
+        return await asyncio.to_thread(self.sync.load, session, tenant=tenant, version=version)
+
+    async def messages(
+        self,
+        session: str,
+        name: str = CONTEXT,
+        *,
+        tenant: str | None = None,
+        version: int | None = None,
+    ) -> list[Msg]:
+        return await asyncio.to_thread(
+            self.sync.messages, session, name, tenant=tenant, version=version
+        )
+
+    async def save(
+        self,
+        session: str,
+        messages: Sequence[Msg],
+        *,
+        name: str = CONTEXT,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        return await asyncio.to_thread(
+            self.sync.save,
+            session,
+            list(messages),
+            name=name,
+            tenant=tenant,
+            expected_version=expected_version,
+        )
+
+    async def save_state(
+        self,
+        session: str,
+        *,
+        lists: Mapping[str, Sequence[Msg]] | None = None,
+        values: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        # copy the caller's containers here, so later mutation cannot race the worker thread
+        lists = {n: list(m) for n, m in (lists or {}).items()}
+        values = dict(values or {})
+        return await asyncio.to_thread(
+            self.sync.save_state,
+            session,
+            lists=lists,
+            values=values,
+            tenant=tenant,
+            expected_version=expected_version,
+        )
+
+    async def sync_messages(
+        self,
+        session: str,
+        messages: Sequence[Any],
+        *,
+        name: str = CONTEXT,
+        tenant: str | None = None,
+    ) -> SaveReport:
+        """``Ledger.sync`` (named so because ``sync`` is the sync ledger here)."""
+        return await asyncio.to_thread(
+            self.sync.sync, session, list(messages), name=name, tenant=tenant
+        )
+
+    async def exists(self, session: str, *, tenant: str | None = None) -> bool:
+        return await asyncio.to_thread(self.sync.exists, session, tenant=tenant)
+
+    async def version(self, session: str, *, tenant: str | None = None) -> int:
+        return await asyncio.to_thread(self.sync.version, session, tenant=tenant)
+
+    async def delete(self, session: str, *, tenant: str | None = None) -> bool:
+        return await asyncio.to_thread(self.sync.delete, session, tenant=tenant)
+
+    async def list_sessions(
+        self, *, tenant: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        return await asyncio.to_thread(
+            self.sync.list_sessions, tenant=tenant, limit=limit, offset=offset
+        )
+
+    async def history(self, session: str, *, tenant: str | None = None) -> list[VersionInfo]:
+        return await asyncio.to_thread(self.sync.history, session, tenant=tenant)
+
+    async def fork(
+        self,
+        session: str,
+        new_session: str,
+        *,
+        at_version: int | None = None,
+        tenant: str | None = None,
+        new_tenant: str | None = None,
+    ) -> SaveReport:
+        return await asyncio.to_thread(
+            self.sync.fork,
+            session,
+            new_session,
+            at_version=at_version,
+            tenant=tenant,
+            new_tenant=new_tenant,
+        )
+
+    async def purge_history(
+        self, session: str, *, keep_last: int = 1, tenant: str | None = None
+    ) -> int:
+        return await asyncio.to_thread(
+            self.sync.purge_history, session, keep_last=keep_last, tenant=tenant
+        )
+
+    async def search(
+        self, query: str, *, tenant: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        return await asyncio.to_thread(self.sync.search, query, tenant=tenant, limit=limit)
+
+    @asynccontextmanager
+    async def lease(
+        self, session: str, *, tenant: str | None = None, wait: float = 0.0
+    ) -> AsyncIterator[None]:
+        """Hold the session's run lease for the body of an ``async with``."""
+        manager = self.sync.lease(session, tenant=tenant, wait=wait)
+        await asyncio.to_thread(manager.__enter__)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(manager.__exit__, None, None, None)
