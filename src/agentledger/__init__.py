@@ -36,10 +36,14 @@ from agentledger.messages import (
     encode,
 )
 
+from agentledger.store import Ledger, SaveReport, SessionState
+from agentledger.store.aio import AsyncLedger
+
 __version__ = "0.1.0"
 
 __all__ = [
     "AgentLedgerError",
+    "AsyncLedger",
     "AudioBlock",
     "Block",
     "CodecError",
@@ -49,11 +53,14 @@ __all__ = [
     "HistoryError",
     "ImageBlock",
     "InvalidIdError",
+    "Ledger",
     "MissingDependencyError",
     "ModelError",
     "Msg",
+    "SaveReport",
     "SessionBusyError",
     "SessionNotFoundError",
+    "SessionState",
     "StoreError",
     "TextBlock",
     "ThinkingBlock",

@@ -74,10 +74,12 @@ class Ledger:
 
     ``Ledger(url)`` opens ``memory://``, ``jsonl:///dir``, ``sqlite:///file.db`` or
     ``postgresql://...``; ``Ledger()`` opens SQLite in the user data directory. A ``Store``
-    instance is accepted too. ``tenant`` is the default for every call that does not name one.
+    instance is accepted too (and left open by ``close``, since the caller owns it). ``tenant`` is
+    the default for every call that does not name one.
     """
 
     def __init__(self, url: str | Store | None = None, *, tenant: str = DEFAULT_TENANT) -> None:
+        self._owns_store = not isinstance(url, Store)
         self.store: Store = url if isinstance(url, Store) else open_store(url)
         self.tenant = check_id(tenant, "tenant id")
         self._heads: dict[SessionKey, Head] = {}
@@ -93,7 +95,9 @@ class Ledger:
         self.close()
 
     def close(self) -> None:
-        self.store.close()
+        """Close the store if this ledger opened it (a ``Store`` passed in stays open)."""
+        if self._owns_store:
+            self.store.close()
 
     def key(self, session: str, tenant: str | None = None) -> SessionKey:
         """The validated key for a session id (and tenant, default: this ledger's)."""

@@ -1,0 +1,654 @@
+"""``sqlite:///file.db``: the embedded default backend, on the standard library's ``sqlite3``.
+
+Every save is one ``BEGIN IMMEDIATE`` transaction that writes only the rows the plan names:
+closing a replaced row is an update of one small column, and an append touches the tail of
+the table plus one leaf of each live index, so the cost follows the change, never the session
+(the schema is described in ``sqlite_schema``).
+
+Connections: the database runs in WAL mode with ``synchronous=NORMAL``. A process holds one
+writer connection per database file, shared by every ``SqliteStore`` on that file and used under
+a lock; reads go through a small pool of reader connections, so they never wait for a writer.
+A writer that finds the file locked by another process does not sleep in SQLite's busy handler
+(writers queued there convoy): it waits at most ``BUSY_TIMEOUT_MS`` per attempt and retries with
+jittered exponential backoff until ``WRITE_DEADLINE`` has passed. The file is only ever touched
+through SQLite.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from agentledger.errors import ConflictError, CorruptStoreError, StoreError, UserError
+from agentledger.messages import digest_of
+from agentledger.store.base import (
+    CommitPlan,
+    Head,
+    ListWrite,
+    SearchHit,
+    SessionInfo,
+    SessionKey,
+    Store,
+    StoredMsg,
+    StoredState,
+    VersionInfo,
+    check_version,
+)
+from agentledger.store.media import blob_refs
+from agentledger.store.sqlite_schema import migrate
+
+__all__ = ["BUSY_TIMEOUT_MS", "WRITE_DEADLINE", "SqliteStore"]
+
+#: How long one attempt to take the write lock may wait inside SQLite.
+BUSY_TIMEOUT_MS = 50
+#: How long a write keeps retrying a locked database before it gives up with ``StoreError``.
+WRITE_DEADLINE = 10.0
+_MAX_BACKOFF = 0.1
+_IDLE_READERS = 8
+_CHUNK = 500  # bound on '?' parameters per statement
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _micros(at: datetime) -> int:
+    if at.tzinfo is None:
+        raise UserError("timestamps must be timezone-aware")
+    return (at - _EPOCH) // _US
+
+
+def _datetime(micros: int) -> datetime:
+    return _EPOCH + micros * _US
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _begin_immediate(conn: sqlite3.Connection) -> None:
+    """Take the write lock, retrying briefly with jitter while another process holds it."""
+    deadline = time.monotonic() + WRITE_DEADLINE
+    delay = 0.001
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            if time.monotonic() + delay > deadline:
+                raise StoreError(
+                    f"the database stayed locked by another writer for {WRITE_DEADLINE:g} s"
+                ) from exc
+        time.sleep(delay * random.uniform(0.5, 1.5))
+        delay = min(delay * 2, _MAX_BACKOFF)
+
+
+class _Database:
+    """The connections this process holds on one database file (shared, reference-counted)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.refs = 0
+        self.write_lock = threading.Lock()  # guards the writer and its transactions
+        self.ready = False  # schema checked by this process
+        self._writer: sqlite3.Connection | None = None
+        self._pool_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._closed = False
+
+    def _connect(self, busy_ms: int) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA cache_size = -16384")  # 16 MiB: a long session's pages stay hot
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def writer(self) -> sqlite3.Connection:
+        """The process's writer connection; call with ``write_lock`` held."""
+        if self._writer is None:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = self._connect(BUSY_TIMEOUT_MS)
+            try:
+                self._set_wal(conn)
+                conn.execute("PRAGMA journal_size_limit = 67108864")
+            except BaseException:
+                conn.close()
+                raise
+            self._writer = conn
+        return self._writer
+
+    @staticmethod
+    def _set_wal(conn: sqlite3.Connection) -> None:
+        deadline = time.monotonic() + WRITE_DEADLINE
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(random.uniform(0.001, 0.02))
+
+    def take_reader(self) -> sqlite3.Connection:
+        with self._pool_lock:
+            if self._closed:
+                raise StoreError(f"store {self.path} is closed")
+            if self._idle:
+                return self._idle.pop()
+        return self._connect(5000)  # readers wait only for WAL recovery, never for writers
+
+    def give_back(self, conn: sqlite3.Connection) -> None:
+        with self._pool_lock:
+            if not self._closed and len(self._idle) < _IDLE_READERS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+        with self.write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+
+_registry_lock = threading.Lock()
+_registry: dict[str, _Database] = {}
+# Entries inherited through fork(): a child must neither use nor close its parent's connections.
+_inherited: list[_Database] = []
+
+
+def _acquire(path: str) -> _Database:
+    with _registry_lock:
+        db = _registry.get(path)
+        if db is not None and db.pid != os.getpid():
+            _inherited.append(db)
+            db = None
+        if db is None:
+            db = _registry[path] = _Database(path)
+        db.refs += 1
+        return db
+
+
+def _release(db: _Database) -> None:
+    with _registry_lock:
+        if db.pid != os.getpid():
+            return
+        db.refs -= 1
+        if db.refs > 0:
+            return
+        if _registry.get(db.path) is db:
+            del _registry[db.path]
+    db.close()
+
+
+def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Report SQLite failures as ``StoreError`` (``CorruptStoreError`` for a damaged file)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            store = args[0]
+            assert isinstance(store, SqliteStore)
+            text = str(exc)
+            if not isinstance(exc, sqlite3.OperationalError) or "malformed" in text:
+                raise CorruptStoreError(
+                    f"{store.location}: {text}", location=store.location
+                ) from exc
+            raise StoreError(f"{store.location}: {text}") from exc
+
+    return wrapper
+
+
+def _fts_query(query: str) -> str:
+    """A MATCH expression that finds every word of ``query`` as a word prefix.
+
+    Each word is quoted as an FTS5 string, so quotes, parentheses, ``*``, ``NEAR``, ``AND`` and
+    column filters in user input are plain text, never syntax.
+    """
+    terms = [
+        '"' + word.replace('"', '""') + '"*'
+        for word in query.split()
+        if any(ch.isalnum() for ch in word)
+    ]
+    return " ".join(terms)
+
+
+class SqliteStore(Store):
+    """Sessions in one SQLite file; see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).resolve()
+        self.location = str(self.path)
+        self._db_guard = threading.Lock()
+        self._database: _Database | None = None
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.location!r})"
+
+    # -- connections ---------------------------------------------------------------------
+    def _db(self) -> _Database:
+        with self._db_guard:
+            if self._database is not None and self._database.pid != os.getpid():
+                self._database = None  # inherited through fork(): never reuse those connections
+            if self._database is None:
+                self._database = _acquire(self.location)
+            db = self._database
+        if not db.ready:
+            with db.write_lock:
+                if not db.ready:
+                    migrate(db.writer(), _begin_immediate)
+                    db.ready = True
+        return db
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        with db.write_lock:
+            conn = db.writer()
+            _begin_immediate(conn)
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _read(self, *, snapshot: bool = False) -> Iterator[sqlite3.Connection]:
+        """A reader connection; with ``snapshot`` every query sees the same commit."""
+        db = self._db()
+        conn = db.take_reader()
+        try:
+            if snapshot:
+                conn.execute("BEGIN")
+            yield conn
+        finally:
+            healthy = True
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    healthy = False
+            if healthy:
+                db.give_back(conn)
+            else:
+                conn.close()  # state unknown: do not hand it to the next caller
+
+    @_translated
+    def setup(self) -> None:
+        db = self._db()
+        with db.write_lock:
+            migrate(db.writer(), _begin_immediate)
+
+    def close(self) -> None:
+        with self._db_guard:
+            db, self._database = self._database, None
+        if db is not None:
+            _release(db)
+
+    # -- reading -------------------------------------------------------------------------
+    @_translated
+    def read_version(self, key: SessionKey) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT version FROM sessions WHERE tenant = ? AND session = ?",
+                (key.tenant, key.session),
+            ).fetchone()
+        return row[0] if row else 0
+
+    @staticmethod
+    def _session(conn: sqlite3.Connection, key: SessionKey) -> tuple[int, int, int] | None:
+        """``(sid, version, oldest_version)`` of a session, or None."""
+        return conn.execute(
+            "SELECT sid, version, oldest_version FROM sessions WHERE tenant = ? AND session = ?",
+            (key.tenant, key.session),
+        ).fetchone()
+
+    @_translated
+    def read_head(self, key: SessionKey) -> Head | None:
+        with self._read(snapshot=True) as conn:
+            found = self._session(conn, key)
+            if found is None:
+                return None
+            sid, version, _ = found
+            rows = conn.execute(
+                "SELECT list, position, digest FROM messages "
+                "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
+                (sid,),
+            ).fetchall()
+            values = conn.execute(
+                "SELECT name, digest FROM session_values WHERE sid = ? AND version_to IS NULL",
+                (sid,),
+            ).fetchall()
+        lists: dict[str, list[bytes]] = {}
+        for name, position, digest in rows:
+            digests = lists.setdefault(name, [])
+            if position != len(digests):
+                raise self._gap(key, name, len(digests), position)
+            digests.append(digest)
+        return Head(version, lists, dict(values))
+
+    def _gap(self, key: SessionKey, name: str, expected: int, found: int) -> CorruptStoreError:
+        return CorruptStoreError(
+            f"session {key.session!r} list {name!r}: expected a live row at position "
+            f"{expected}, found {found}",
+            location=f"{self.location} {key.tenant}/{key.session}/{name}",
+        )
+
+    @_translated
+    def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
+        columns = "list, position, msg_id, digest, text, body"
+        with self._read(snapshot=True) as conn:
+            found = self._session(conn, key)
+            if found is None:
+                return None
+            sid, latest, oldest = found
+            check_version(version, oldest, latest)
+            if version is None or version == latest:
+                at = latest
+                rows = conn.execute(
+                    f"SELECT {columns} FROM messages "
+                    "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
+                    (sid,),
+                ).fetchall()
+                values = conn.execute(
+                    "SELECT name, raw FROM session_values WHERE sid = ? AND version_to IS NULL",
+                    (sid,),
+                ).fetchall()
+            else:
+                at = version
+                rows = conn.execute(
+                    f"SELECT {columns} FROM messages "
+                    "WHERE sid = ? AND version_to IS NULL AND version_from <= ? "
+                    f"UNION ALL SELECT {columns} FROM messages "
+                    "WHERE sid = ? AND version_to IS NOT NULL AND version_to > ? "
+                    "AND version_from <= ?",
+                    (sid, at, sid, at, at),
+                ).fetchall()
+                rows.sort(key=lambda r: (r[0], r[1]))
+                values = conn.execute(
+                    "SELECT name, raw FROM session_values WHERE sid = ? AND version_from <= ? "
+                    "AND (version_to IS NULL OR version_to > ?)",
+                    (sid, at, at),
+                ).fetchall()
+        lists: dict[str, list[StoredMsg]] = {}
+        for name, position, msg_id, digest, text, body in rows:
+            items = lists.setdefault(name, [])
+            if position != len(items):
+                raise self._gap(key, name, len(items), position)
+            if type(body) is not bytes or type(digest) is not bytes:
+                raise CorruptStoreError(
+                    f"session {key.session!r} list {name!r} position {position}: "
+                    "body or digest is not a blob",
+                    location=f"{self.location} {key.tenant}/{key.session}/{name}/{position}",
+                )
+            items.append(StoredMsg(msg_id, digest, body, text or ""))
+        return StoredState(at, lists, dict(values))
+
+    @_translated
+    def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        wanted = list(dict.fromkeys(digests))
+        with self._read() as conn:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    conn.execute(
+                        f"SELECT digest, data FROM blobs WHERE tenant = ? AND digest IN ({marks})",
+                        (key.tenant, *chunk),
+                    ).fetchall()
+                )
+        return found
+
+    @_translated
+    def history(self, key: SessionKey) -> list[VersionInfo]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT v.version, v.committed_at, v.appended, v.replaced, v.truncated, "
+                "v.values_changed FROM versions v JOIN sessions s ON s.sid = v.sid "
+                "WHERE s.tenant = ? AND s.session = ? AND v.version >= s.oldest_version "
+                "ORDER BY v.version",
+                (key.tenant, key.session),
+            ).fetchall()
+        return [VersionInfo(r[0], _datetime(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+
+    @_translated
+    def list_sessions(
+        self, tenant: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT session, title, message_count, version, created_at, updated_at "
+                "FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, session DESC "
+                "LIMIT ? OFFSET ?",
+                (tenant, -1 if limit is None else limit, offset),
+            ).fetchall()
+        return [
+            SessionInfo(tenant, r[0], r[1], r[2], r[3], _datetime(r[4]), _datetime(r[5]))
+            for r in rows
+        ]
+
+    @_translated
+    def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
+        """Live messages whose text holds every word of ``query`` (as a word prefix), best first.
+
+        Matching is by word, case- and accent-insensitive (FTS5 ``unicode61``); any characters
+        in ``query`` are safe.
+        """
+        match = _fts_query(query)
+        if not match or limit <= 0:
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT s.session, m.list, m.position, m.msg_id, "
+                "snippet(messages_fts, 0, '', '', '…', 16) "
+                "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                "JOIN sessions s ON s.sid = m.sid "
+                "WHERE messages_fts MATCH ? AND s.tenant = ? AND m.version_to IS NULL "
+                "ORDER BY rank LIMIT ?",
+                (match, tenant, limit),
+            ).fetchall()
+        return [
+            SearchHit(tenant, session, name, position, msg_id, snippet.replace("\n", " "))
+            for session, name, position, msg_id, snippet in rows
+        ]
+
+    # -- writing -------------------------------------------------------------------------
+    @_translated
+    def commit(self, plan: CommitPlan) -> None:
+        key, version = plan.key, plan.version
+        at = _micros(plan.committed_at)
+        with self._write() as conn:
+            found = conn.execute(
+                "SELECT sid, version FROM sessions WHERE tenant = ? AND session = ?",
+                (key.tenant, key.session),
+            ).fetchone()
+            stored = found[1] if found else 0
+            if stored != plan.base_version:
+                raise ConflictError(
+                    f"session {key.session!r} is at version {stored}, "
+                    f"the save was planned at {plan.base_version}",
+                    expected=plan.base_version,
+                    actual=stored,
+                )
+            if found is None:
+                sid = conn.execute(
+                    "INSERT INTO sessions (tenant, session, version, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?) RETURNING sid",
+                    (key.tenant, key.session, version, at, at),
+                ).fetchone()[0]
+            else:
+                sid = found[0]
+            for write in plan.lists:
+                self._write_list(conn, key.tenant, sid, version, write)
+            for name, raw in plan.values.items():
+                conn.execute(
+                    "UPDATE session_values SET version_to = ? "
+                    "WHERE sid = ? AND name = ? AND version_to IS NULL",
+                    (version, sid, name),
+                )
+                if raw is not None:
+                    conn.execute(
+                        "INSERT INTO session_values (sid, name, version_from, digest, raw) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (sid, name, version, digest_of(raw), raw),
+                    )
+            if plan.media:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO blobs (tenant, digest, data) VALUES (?, ?, ?)",
+                    [(key.tenant, d, data) for d, data in plan.media.items()],
+                )
+            conn.execute(
+                "INSERT INTO versions (sid, version, committed_at, appended, replaced, "
+                "truncated, values_changed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (sid, version, at, plan.appended, plan.replaced, plan.truncated, len(plan.values)),
+            )
+            sets, params = ["version = ?", "updated_at = ?"], [version, at]
+            if plan.title is not None:
+                sets.append("title = ?")
+                params.append(plan.title or None)
+            if plan.message_count is not None:
+                sets.append("message_count = ?")
+                params.append(plan.message_count)
+            conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE sid = ?", (*params, sid))
+
+    @staticmethod
+    def _write_list(
+        conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite
+    ) -> None:
+        where_live = "sid = ? AND list = ? AND version_to IS NULL"
+        top = conn.execute(
+            f"SELECT max(position) FROM messages WHERE {where_live}", (sid, write.name)
+        ).fetchone()[0]
+        length = 0 if top is None else top + 1
+        closing = [(version, sid, write.name, p) for p, _ in write.puts if p < length]
+        if closing:
+            conn.executemany(
+                f"UPDATE messages SET version_to = ? WHERE {where_live} AND position = ?", closing
+            )
+        insert = (
+            "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, text, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        plain = []
+        name = write.name
+        for position, m in write.puts:
+            row = (sid, name, position, version, m.msg_id, m.digest, m.text, m.body)
+            refs = blob_refs(m.body)
+            if not refs:
+                plain.append(row)
+                continue
+            row_id = conn.execute(insert, row).lastrowid
+            conn.executemany(
+                "INSERT OR IGNORE INTO blob_refs (tenant, digest, row_id) VALUES (?, ?, ?)",
+                [(tenant, digest, row_id) for digest in refs],
+            )
+        conn.executemany(insert, plain)
+        if write.length < length:
+            conn.execute(
+                f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ?",
+                (version, sid, write.name, write.length),
+            )
+
+    @_translated
+    def delete(self, key: SessionKey) -> bool:
+        with self._write() as conn:
+            found = conn.execute(
+                "SELECT sid FROM sessions WHERE tenant = ? AND session = ?",
+                (key.tenant, key.session),
+            ).fetchone()
+            if found is None:
+                return False
+            sid = found[0]
+            # Each statement names its partial index's condition, so none scans the table.
+            for table in ("messages", "session_values"):
+                conn.execute(f"DELETE FROM {table} WHERE sid = ? AND version_to IS NULL", (sid,))
+                conn.execute(
+                    f"DELETE FROM {table} WHERE sid = ? AND version_to IS NOT NULL", (sid,)
+                )
+            conn.execute("DELETE FROM versions WHERE sid = ?", (sid,))
+            conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
+            self._collect_blobs(conn, key.tenant)
+            return True
+
+    @_translated
+    def purge_history(self, key: SessionKey, keep_last: int) -> int:
+        with self._write() as conn:
+            found = self._session(conn, key)
+            if found is None:
+                return 0
+            sid, latest, oldest = found
+            new_oldest = max(oldest, latest - keep_last + 1)
+            removed = 0
+            for table in ("messages", "session_values"):
+                removed += conn.execute(
+                    f"DELETE FROM {table} "
+                    "WHERE sid = ? AND version_to IS NOT NULL AND version_to <= ?",
+                    (sid, new_oldest),
+                ).rowcount
+            if new_oldest != oldest:
+                conn.execute(
+                    "DELETE FROM versions WHERE sid = ? AND version < ?", (sid, new_oldest)
+                )
+                conn.execute(
+                    "UPDATE sessions SET oldest_version = ? WHERE sid = ?", (new_oldest, sid)
+                )
+            if removed:
+                self._collect_blobs(conn, key.tenant)
+            return removed
+
+    @staticmethod
+    def _collect_blobs(conn: sqlite3.Connection, tenant: str) -> None:
+        conn.execute(
+            "DELETE FROM blobs WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM blob_refs r "
+            "WHERE r.tenant = blobs.tenant AND r.digest = blobs.digest)",
+            (tenant,),
+        )
+
+    # -- diagnostics ---------------------------------------------------------------------
+    @_translated
+    def check_integrity(self) -> list[str]:
+        """Problems SQLite and FTS5 find in the file (empty when it is sound). Reads only."""
+        with self._read() as conn:
+            problems = [r[0] for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        # The FTS5 check is spelled as an INSERT, so it runs on the writer (it changes nothing).
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"
+                )
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"full-text index: {exc}")
+        return problems

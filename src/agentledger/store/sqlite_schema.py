@@ -1,0 +1,229 @@
+"""The SQLite schema, as an ordered list of migrations recorded in ``schema_migrations``.
+
+Layout (see ``sqlite.py`` for how it is used):
+
+- ``sessions``: one row per ``(tenant, session)`` with a small integer ``sid`` that every other
+  table uses, so a long tenant or session id is stored once, not in every row and index entry.
+- ``messages``: every row ever put, live from ``version_from`` until ``version_to`` (NULL while
+  live). Two *partial* indexes keep each write cheap: ``messages_live`` covers exactly the live
+  rows and holds the digest, so ``read_head`` never touches a body; ``messages_dead`` covers only
+  closed rows, so an append does not touch it at all.
+- ``session_values``: named values, versioned the same way.
+- ``versions``: one row per commit (what ``history`` returns).
+- ``blobs`` / ``blob_refs``: large media stored once per tenant by digest; ``blob_refs`` says which
+  message rows use a blob, so delete and purge can drop blobs nothing references any more.
+- ``messages_fts``: FTS5 over the text of *live* messages, with the view ``live_text`` as its
+  external content (so the text is stored once, and ``rebuild`` / ``integrity-check`` agree with
+  the index). Triggers keep it in step when a row is inserted, closed or deleted.
+
+Timestamps are integer microseconds since the Unix epoch, UTC.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from agentledger.errors import StoreError
+
+__all__ = ["MIGRATIONS", "Migration", "applied_migrations", "migrate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step. ``statements`` run in order inside the migrating transaction."""
+
+    id: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_INITIAL = (
+    """
+    CREATE TABLE sessions (
+        sid INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        session TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        oldest_version INTEGER NOT NULL DEFAULT 1,
+        title TEXT,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (tenant, session)
+    )
+    """,
+    "CREATE INDEX sessions_recent ON sessions (tenant, updated_at, session)",
+    # Small columns first, then text, then body: reading a prefix never walks overflow pages.
+    """
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        sid INTEGER NOT NULL,
+        list TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        version_from INTEGER NOT NULL,
+        version_to INTEGER,
+        msg_id TEXT NOT NULL,
+        digest BLOB NOT NULL,
+        text TEXT NOT NULL DEFAULT '',
+        body BLOB NOT NULL
+    )
+    """,
+    """
+    CREATE INDEX messages_live ON messages (sid, list, position, digest)
+    WHERE version_to IS NULL
+    """,
+    """
+    CREATE INDEX messages_dead ON messages (sid, version_to)
+    WHERE version_to IS NOT NULL
+    """,
+    """
+    CREATE TABLE session_values (
+        id INTEGER PRIMARY KEY,
+        sid INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        version_from INTEGER NOT NULL,
+        version_to INTEGER,
+        digest BLOB NOT NULL,
+        raw BLOB NOT NULL
+    )
+    """,
+    """
+    CREATE UNIQUE INDEX session_values_live ON session_values (sid, name)
+    WHERE version_to IS NULL
+    """,
+    """
+    CREATE INDEX session_values_dead ON session_values (sid, version_to)
+    WHERE version_to IS NOT NULL
+    """,
+    """
+    CREATE TABLE versions (
+        sid INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        committed_at INTEGER NOT NULL,
+        appended INTEGER NOT NULL,
+        replaced INTEGER NOT NULL,
+        truncated INTEGER NOT NULL,
+        values_changed INTEGER NOT NULL,
+        PRIMARY KEY (sid, version)
+    ) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE blobs (
+        id INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        digest BLOB NOT NULL,
+        data BLOB NOT NULL,
+        UNIQUE (tenant, digest)
+    )
+    """,
+    """
+    CREATE TABLE blob_refs (
+        tenant TEXT NOT NULL,
+        digest BLOB NOT NULL,
+        row_id INTEGER NOT NULL,
+        PRIMARY KEY (tenant, digest, row_id)
+    ) WITHOUT ROWID
+    """,
+    "CREATE INDEX blob_refs_row ON blob_refs (row_id)",
+    """
+    CREATE VIEW live_text AS
+    SELECT id, text FROM messages WHERE version_to IS NULL AND text != ''
+    """,
+    """
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        text, content='live_text', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2'
+    )
+    """,
+    """
+    CREATE TRIGGER messages_insert AFTER INSERT ON messages
+    WHEN new.version_to IS NULL AND new.text != ''
+    BEGIN
+        INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+    END
+    """,
+    """
+    CREATE TRIGGER messages_close AFTER UPDATE OF version_to ON messages
+    WHEN old.version_to IS NULL AND new.version_to IS NOT NULL AND old.text != ''
+    BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END
+    """,
+    """
+    CREATE TRIGGER messages_delete AFTER DELETE ON messages
+    BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        SELECT 'delete', old.id, old.text WHERE old.version_to IS NULL AND old.text != '';
+        DELETE FROM blob_refs WHERE row_id = old.id;
+    END
+    """,
+)
+
+#: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _INITIAL),)
+
+_LEDGER = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)
+"""
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[int]:
+    """Ids of the steps recorded in this database (empty for a new file). Reads only."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute("SELECT id FROM schema_migrations ORDER BY id")]
+
+
+def migrate(conn: sqlite3.Connection, begin: Callable[[sqlite3.Connection], None]) -> int:
+    """Apply the missing steps in one write transaction; return how many were applied.
+
+    ``begin`` opens the write transaction (``BEGIN IMMEDIATE`` with retry). When every step is
+    already recorded nothing is written at all, so a second ``setup()`` leaves the file as it
+    is. Two processes migrating at once serialize on the write lock; the second finds the steps
+    recorded and applies none.
+    """
+    latest = MIGRATIONS[-1].id
+    _check_not_newer(applied_migrations(conn), latest)
+    if set(applied_migrations(conn)) >= {m.id for m in MIGRATIONS}:
+        return 0
+    begin(conn)
+    try:
+        conn.execute(_LEDGER)
+        done = set(applied_migrations(conn))
+        _check_not_newer(sorted(done), latest)
+        count = 0
+        now = datetime.now(UTC).isoformat()
+        for step in MIGRATIONS:
+            if step.id in done:
+                continue
+            for statement in step.statements:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)",
+                (step.id, step.name, now),
+            )
+            count += 1
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return count
+
+
+def _check_not_newer(applied: list[int], latest: int) -> None:
+    if applied and applied[-1] > latest:
+        raise StoreError(
+            f"this database was migrated by a newer agentledger (schema step {applied[-1]}, "
+            f"this version knows up to {latest}); upgrade agentledger to open it"
+        )
