@@ -35,7 +35,6 @@ from agentledger.messages import (
     decode,
     encode,
 )
-
 from agentledger.store import Ledger, SaveReport, SessionState
 from agentledger.store.aio import AsyncLedger
 
