@@ -1,0 +1,59 @@
+"""Converters between ``Msg`` and provider/protocol formats, and strict history validation.
+
+- ``to_openai`` / ``from_openai``: OpenAI chat-completions message dicts.
+- ``to_anthropic`` / ``from_anthropic``: the Anthropic Messages API ``system`` + ``messages``.
+- ``to_agui`` / ``from_agui``: AG-UI 1.0 messages (camelCase dicts).
+- ``validate`` / ``check`` / ``repair``: find, refuse or explicitly fix histories that strict
+  providers reject (unanswered tool calls, orphan or duplicate results, empty messages).
+
+Metadata keys starting with ``_`` are private: stored, never written into any of these formats.
+"""
+
+from agentledger.wire.agui import (
+    from_agui,
+    reasoning_message_id,
+    to_agui,
+    to_agui_models,
+    tool_message_id,
+)
+from agentledger.wire.anthropic import from_anthropic, to_anthropic
+from agentledger.wire.openai import derived_id, from_openai, to_openai
+from agentledger.wire.private import is_private, public_metadata, strip_private
+from agentledger.wire.validate import (
+    NOT_EXECUTED,
+    Finding,
+    FindingKind,
+    RepairChange,
+    RepairKind,
+    RepairReport,
+    Target,
+    check,
+    repair,
+    validate,
+)
+
+__all__ = [
+    "NOT_EXECUTED",
+    "Finding",
+    "FindingKind",
+    "RepairChange",
+    "RepairKind",
+    "RepairReport",
+    "Target",
+    "check",
+    "derived_id",
+    "from_agui",
+    "from_anthropic",
+    "from_openai",
+    "is_private",
+    "public_metadata",
+    "reasoning_message_id",
+    "repair",
+    "strip_private",
+    "to_agui",
+    "to_agui_models",
+    "to_anthropic",
+    "to_openai",
+    "tool_message_id",
+    "validate",
+]

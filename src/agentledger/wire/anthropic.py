@@ -1,0 +1,277 @@
+"""Anthropic Messages API ↔ ``Msg``.
+
+``to_anthropic`` returns the ``system`` parameter and the ``messages`` list of a Messages API
+request; ``from_anthropic`` reads them back. The API differs from our model in three ways that
+shape the mapping:
+
+- System text is a request parameter, not a message: every system message (wherever it sits) is
+  hoisted into ``system`` — a string for one text block, else a list of text blocks.
+- Tool results travel inside ``user`` turns, and turns must alternate. Our ``tool`` messages and
+  the user messages around them merge into one ``user`` turn (tool results first, as the API
+  requires), consecutive assistant messages into one ``assistant`` turn. ``from_anthropic`` splits
+  a user turn back into a ``tool`` message (its results) and a ``user`` message (the rest).
+- Messages carry no ids (``from_anthropic`` reads a non-standard ``"id"`` if a caller stored one,
+  else makes one, or derives one from position and content with ``ids="derived"``).
+
+Tool-call input is a JSON object here, so arguments a model emitted as invalid JSON (kept as
+``{"_raw_arguments": text}``, see ``private``) are sent as ``{}``; the paired error result tells the
+model what went wrong. Thinking keeps its signature; redacted thinking travels as
+``redacted_thinking``. Thinking without
+a signature (another provider's reasoning) is not sent: the API accepts only thinking it signed.
+Images and documents go as base64, URL or Files-API sources; audio and video, which the API does
+not take, become a short text note. Tool-result names come back from the matching call. Empty text
+blocks and messages left empty are not sent (the API rejects them). Metadata is never sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from agentledger.errors import UserError
+from agentledger.messages.blocks import (
+    Block,
+    FileBlock,
+    ImageBlock,
+    MediaBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from agentledger.messages.ids import new_id
+from agentledger.messages.msg import Msg
+from agentledger.wire.openai import IdMode
+from agentledger.wire.private import (
+    PROVIDER_FILE_KEY,
+    block_type,
+    content_id,
+    input_object,
+    is_private,
+    require_fits,
+)
+
+__all__ = ["from_anthropic", "to_anthropic"]
+
+System = str | list[dict[str, Any]] | None
+
+
+# -- Msg -> Anthropic ---------------------------------------------------------------------------
+def to_anthropic(msgs: Iterable[Msg]) -> tuple[System, list[dict[str, Any]]]:
+    """``(system, messages)`` for a Messages API request; turns strictly alternate."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for msg in msgs:
+        if msg.role == "system":
+            system.extend(b.text if isinstance(b, TextBlock) else _note(b) for b in msg.content)  # type: ignore[arg-type]
+            continue
+        role = "assistant" if msg.role == "assistant" else "user"
+        blocks = [out for b in msg.content if (out := _block(b, msg)) is not None]
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:  # the API wants a user turn's tool results before anything else
+        if turn["role"] == "user":
+            content = turn["content"]
+            turn["content"] = [b for b in content if b["type"] == "tool_result"] + [
+                b for b in content if b["type"] != "tool_result"
+            ]
+    system = [s for s in system if s]
+    if not system:
+        return None, turns
+    if len(system) == 1:
+        return system[0], turns
+    return [{"type": "text", "text": s} for s in system], turns
+
+
+def _block(block: Block, msg: Msg) -> dict[str, Any] | None:
+    require_fits(msg, block)
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ThinkingBlock):
+        if block.redacted:
+            return {"type": "redacted_thinking", "data": block.thinking}
+        if not block.signature:
+            return None
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, ToolUseBlock):
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": input_object(block.input),
+        }
+    if isinstance(block, ToolResultBlock):
+        return _tool_result(block)
+    if msg.role == "assistant":  # the API takes media from users and tools only
+        return {"type": "text", "text": _note(block)}
+    return _media(block)
+
+
+def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
+    if len(block.output) == 1 and isinstance(block.output[0], TextBlock):
+        out["content"] = block.output[0].text
+    elif block.output:
+        parts = []
+        for b in block.output:
+            if isinstance(b, TextBlock):
+                if b.text:
+                    parts.append({"type": "text", "text": b.text})
+            else:
+                parts.append(_media(b))
+        out["content"] = parts
+    if block.is_error:
+        out["is_error"] = True
+    return out
+
+
+def _media(block: MediaBlock) -> dict[str, Any]:
+    kind = {ImageBlock: "image", FileBlock: "document"}.get(type(block))
+    if kind is None:
+        return {"type": "text", "text": _note(block)}
+    source: dict[str, Any]
+    if block.data is not None:
+        text = _utf8(block.data) if block.media_type == "text/plain" else None
+        if text is not None:
+            source = {"type": "text", "media_type": "text/plain", "data": text}
+        else:
+            data = base64.b64encode(block.data).decode("ascii")
+            source = {"type": "base64", "media_type": block.media_type, "data": data}
+    elif block.metadata.get(PROVIDER_FILE_KEY) == "anthropic":
+        source = {"type": "file", "file_id": block.url}
+    elif PROVIDER_FILE_KEY in block.metadata:  # another provider's handle means nothing here
+        return {"type": "text", "text": _note(block)}
+    else:
+        source = {"type": "url", "url": block.url}
+    out: dict[str, Any] = {"type": kind, "source": source}
+    if isinstance(block, FileBlock) and block.filename:
+        out["title"] = block.filename
+    return out
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _note(block: Block) -> str:
+    media_type = getattr(block, "media_type", "")
+    return f"[{block_type(block)} ({media_type}) omitted: not supported by the Anthropic API here]"
+
+
+# -- Anthropic -> Msg ---------------------------------------------------------------------------
+def from_anthropic(
+    messages: Sequence[Mapping[str, Any]], system: System = None, *, ids: IdMode = "given"
+) -> list[Msg]:
+    """Messages for a Messages API ``system`` + ``messages`` pair (both only read).
+
+    A user turn becomes a ``tool`` message holding its tool results and a ``user`` message
+    holding the rest, in their order; ``created_at`` is ``None`` so conversion is deterministic.
+    """
+    if ids not in ("given", "derived"):
+        raise UserError(f'ids must be "given" or "derived", got {ids!r}')
+    out: list[Msg] = []
+    if system:
+        texts = [system] if isinstance(system, str) else [_text_of(b) for b in system]
+        sid = content_id("ant-", "system", {"system": system}) if ids == "derived" else new_id()
+        out.append(Msg("system", [TextBlock(text=t) for t in texts], id=sid, created_at=None))
+    names: dict[str, str] = {}
+    for index, d in enumerate(messages):
+        if not isinstance(d, Mapping) or d.get("role") not in ("user", "assistant"):
+            raise UserError(f"message {index} is not a user or assistant turn")
+        metadata = {k: v for k, v in d.items() if is_private(k)}
+        content = d.get("content")
+        raw = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        try:
+            blocks = [_parse(b, index, names) for b in raw]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise UserError(f"message {index} is malformed: {exc!r}") from None
+        runs: list[tuple[str, list[Block]]] = []
+        for block in blocks:
+            role = "tool" if isinstance(block, ToolResultBlock) else d["role"]
+            if runs and runs[-1][0] == role:
+                runs[-1][1].append(block)
+            else:
+                runs.append((role, [block]))
+        for n, (role, run) in enumerate(runs or [(d["role"], [])]):
+            msg_id = _id(d, index, n, ids)
+            out.append(Msg(role, run, id=msg_id, metadata=metadata, created_at=None))  # type: ignore[arg-type]
+    return out
+
+
+def _id(d: Mapping[str, Any], index: int, n: int, ids: IdMode) -> str:
+    given = d.get("id")
+    if isinstance(given, str) and given:
+        return given if n == 0 else f"{given}:{n}"
+    if ids == "derived":
+        return content_id("ant-", f"{index}.{n}", d)
+    return new_id()
+
+
+def _text_of(block: Any) -> str:
+    if not isinstance(block, Mapping) or block.get("type") != "text":
+        raise UserError("system blocks must be text blocks")
+    return str(block.get("text", ""))
+
+
+def _parse(b: Any, index: int, names: dict[str, str]) -> Block:
+    kind = b.get("type") if isinstance(b, Mapping) else None
+    if kind == "text":
+        return TextBlock(text=b.get("text", ""))
+    if kind == "thinking":
+        return ThinkingBlock(thinking=b.get("thinking", ""), signature=b.get("signature") or None)
+    if kind == "redacted_thinking":
+        return ThinkingBlock(thinking=b.get("data", ""), redacted=True)
+    if kind == "tool_use":
+        names[b["id"]] = b.get("name", "")
+        return ToolUseBlock(id=b["id"], name=b.get("name", ""), input=b.get("input") or {})
+    if kind == "tool_result":
+        content = b.get("content")
+        if isinstance(content, str):
+            output: list[Block] = [TextBlock(text=content)]
+        else:
+            output = [_parse(part, index, names) for part in content or ()]
+            if any(isinstance(o, (ThinkingBlock, ToolUseBlock, ToolResultBlock)) for o in output):
+                raise UserError(f"message {index}: a tool result holds only text and media")
+        call_id = b["tool_use_id"]
+        return ToolResultBlock(
+            id=call_id,
+            name=names.get(call_id, ""),
+            output=tuple(output),  # type: ignore[arg-type]
+            is_error=bool(b.get("is_error")),
+        )
+    if kind in ("image", "document"):
+        return _parse_media(kind, b, index)
+    raise UserError(f"message {index}: unsupported content block {kind!r}")
+
+
+def _parse_media(kind: str, b: Mapping[str, Any], index: int) -> Block:
+    cls = ImageBlock if kind == "image" else FileBlock
+    title = b.get("title") if kind == "document" else None
+    extra: dict[str, Any] = {"filename": title} if title else {}
+    source = b.get("source") or {}
+    stype = source.get("type")
+    media_type = source.get("media_type") or ("image/*" if kind == "image" else "application/pdf")
+    if stype == "base64":
+        try:
+            data = base64.b64decode(source["data"], validate=True)
+        except ValueError as exc:
+            raise UserError(f"message {index}: invalid base64 {kind}: {exc}") from None
+        return cls(media_type=media_type, data=data, **extra)
+    if stype == "text":
+        return cls(media_type="text/plain", data=source["data"].encode("utf-8"), **extra)
+    if stype == "url":  # the API sends no media type with a URL: guess from its name
+        guessed = mimetypes.guess_type(source["url"])[0]
+        return cls(media_type=guessed or media_type, url=source["url"], **extra)
+    if stype == "file":
+        meta = {PROVIDER_FILE_KEY: "anthropic"}
+        return cls(media_type=media_type, url=source["file_id"], metadata=meta, **extra)
+    raise UserError(f"message {index}: unsupported {kind} source {stype!r}")

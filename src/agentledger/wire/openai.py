@@ -1,0 +1,342 @@
+"""OpenAI chat-completions messages ↔ ``Msg``.
+
+``to_openai`` writes the dicts the chat-completions API (and the many servers that copy it: vLLM,
+llama.cpp, Ollama, DeepSeek) accepts; ``from_openai`` reads them, including the dicts a caller
+keeps as its own history, which is how ``Ledger.sync`` persists them.
+
+Mapping, and where the format cannot carry something:
+
+- One ``Msg`` per OpenAI message, except that a ``Msg(role="tool")`` holding several results
+  becomes one ``tool`` message per result; ``from_openai`` never regroups, so position ``i`` of
+  the input is always message ``i`` of the output.
+- Ids: OpenAI messages have none. ``include_ids=True`` writes ``Msg.id`` as a non-standard
+  top-level ``"id"`` (the second and later results of a tool message get ``f"{id}:{n}"``); leave
+  it off for strict providers, which reject unknown keys. ``from_openai`` reads ``"id"`` when
+  present. Otherwise ``ids="given"`` makes a fresh id and ``ids="derived"`` derives one from the
+  position and the content, so the same dict at the same position always gives the same message.
+- Reasoning travels as ``reasoning_content`` (vLLM, DeepSeek, llama.cpp); ``reasoning`` is read
+  too. Signatures and redacted reasoning have no place here and are not written.
+- Tool-call arguments are a JSON string; arguments that are not a JSON object are kept verbatim
+  (see ``private``). ``is_error`` and tool-result names are not part of the format: names are
+  recovered from the matching call, ``is_error`` is lost.
+- Media: user messages carry images (``image_url``, data URLs or links), audio (``input_audio``,
+  inline only) and files (``file``: inline ``file_data`` or a provider ``file_id``). Anything the
+  API refuses at a given place (video, media in system/assistant/tool messages, audio by URL)
+  becomes a short text note, so the request stays valid; the stored message keeps the media.
+- ``developer`` messages read as ``system`` and are written back as ``developer``. Top-level keys
+  starting with ``_`` go into ``Msg.metadata`` (private) and are never written back; metadata is
+  never written at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from agentledger.errors import UserError
+from agentledger.messages.blocks import (
+    AudioBlock,
+    Block,
+    FileBlock,
+    ImageBlock,
+    MediaBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    VideoBlock,
+)
+from agentledger.messages.ids import new_id
+from agentledger.messages.msg import Msg
+from agentledger.wire.private import (
+    PROVIDER_FILE_KEY,
+    SOURCE_ROLE_KEY,
+    block_type,
+    content_id,
+    dump_arguments,
+    is_private,
+    parse_arguments,
+    require_fits,
+)
+
+__all__ = ["IdMode", "derived_id", "from_openai", "to_openai"]
+
+IdMode = Literal["given", "derived"]
+_REFUSAL = "refusal"
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+_AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+
+
+# -- Msg -> OpenAI ------------------------------------------------------------------------------
+def to_openai(msgs: Iterable[Msg], *, include_ids: bool = False) -> list[dict[str, Any]]:
+    """Chat-completions message dicts for ``msgs`` (new dicts; nothing private is written)."""
+    out: list[dict[str, Any]] = []
+    for msg in msgs:
+        if msg.role == "tool":
+            out.extend(_tool_dicts(msg, include_ids))
+        else:
+            out.append(_message_dict(msg, include_ids))
+    return out
+
+
+def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
+    role: str = msg.role
+    if role == "system" and msg.metadata.get(SOURCE_ROLE_KEY) == "developer":
+        role = "developer"
+    d: dict[str, Any] = {"role": role}
+    if include_ids:
+        d["id"] = msg.id
+    if msg.name:
+        d["name"] = msg.name
+    for block in msg.content:
+        require_fits(msg, block)
+    if msg.role != "assistant":
+        d["content"] = _content(msg.content, media=msg.role == "user")
+        return d
+    parts, refusals = [], []
+    for block in msg.content:
+        if isinstance(block, TextBlock) and block.metadata.get(_REFUSAL) is True:
+            refusals.append(block)
+        elif not isinstance(block, (ThinkingBlock, ToolUseBlock)):
+            parts.append(block)
+    calls = msg.tool_calls
+    if parts:
+        d["content"] = _content(parts, media=False)
+    else:  # null is the API's "nothing said" next to calls or a refusal; "" otherwise
+        d["content"] = None if calls or refusals else ""
+    if refusals:
+        d[_REFUSAL] = "\n".join(b.text for b in refusals)
+    thinking = [b.thinking for b in msg.content if isinstance(b, ThinkingBlock) and not b.redacted]
+    if thinking:
+        d["reasoning_content"] = "\n".join(thinking)
+    if calls:
+        d["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": dump_arguments(c.input)},
+            }
+            for c in calls
+        ]
+    return d
+
+
+def _tool_dicts(msg: Msg, include_ids: bool) -> list[dict[str, Any]]:
+    out = []
+    for n, block in enumerate(msg.content):
+        require_fits(msg, block)
+        assert isinstance(block, ToolResultBlock)
+        d: dict[str, Any] = {"role": "tool", "tool_call_id": block.id}
+        if include_ids:
+            d["id"] = msg.id if n == 0 else f"{msg.id}:{n}"
+        d["content"] = _content(block.output, media=False)
+        out.append(d)
+    return out
+
+
+def _content(blocks: Iterable[Block], *, media: bool) -> str | list[dict[str, Any]]:
+    """A plain string for zero or one text block, else a list of content parts."""
+    blocks = tuple(blocks)
+    if not blocks:
+        return ""
+    if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
+        return blocks[0].text
+    parts = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif media:
+            parts.append(_media_part(block))  # type: ignore[arg-type]
+        else:
+            parts.append(_note(block, "OpenAI accepts media only in user messages"))  # type: ignore[arg-type]
+    return parts
+
+
+def _media_part(block: MediaBlock) -> dict[str, Any]:
+    if isinstance(block, ImageBlock):
+        image: dict[str, Any] = {"url": block.url or data_url(block.media_type, block.data)}
+        if "detail" in block.metadata:
+            image["detail"] = block.metadata["detail"]
+        return {"type": "image_url", "image_url": image}
+    if isinstance(block, AudioBlock) and block.data is not None:
+        fmt = _AUDIO_FORMATS.get(block.media_type, block.media_type.rpartition("/")[2])
+        data = base64.b64encode(block.data).decode("ascii")
+        return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
+    is_handle = block.metadata.get(PROVIDER_FILE_KEY) == "openai"
+    if isinstance(block, FileBlock) and (block.data is not None or is_handle):
+        file: dict[str, Any] = (
+            {"file_data": data_url(block.media_type, block.data)}
+            if block.data is not None
+            else {"file_id": block.url}
+        )
+        if block.filename:
+            file["filename"] = block.filename
+        return {"type": "file", "file": file}
+    return _note(block, "not supported in OpenAI chat messages")
+
+
+def _note(block: MediaBlock, why: str) -> dict[str, Any]:
+    where = f" at {block.url}" if block.url and PROVIDER_FILE_KEY not in block.metadata else ""
+    text = f"[{block_type(block)} ({block.media_type}){where} omitted: {why}]"
+    return {"type": "text", "text": text}
+
+
+def data_url(media_type: str, data: bytes | None) -> str:
+    """A base64 ``data:`` URL."""
+    return f"data:{media_type};base64,{base64.b64encode(data or b'').decode('ascii')}"
+
+
+def parse_data_url(url: str) -> tuple[str, bytes] | None:
+    """``(media_type, bytes)`` of a ``data:`` URL, ``None`` for any other URL."""
+    if not url.startswith("data:"):
+        return None
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise UserError("malformed data: URL (no comma)")
+    params = header.split(";")
+    media_type = params[0] or "text/plain"
+    if "base64" not in params[1:]:
+        return media_type, urllib.parse.unquote_to_bytes(payload)
+    return media_type, _b64decode(payload)
+
+
+def _b64decode(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UserError(f"invalid base64 data: {exc}") from None
+
+
+# -- OpenAI -> Msg ------------------------------------------------------------------------------
+def from_openai(dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given") -> list[Msg]:
+    """One ``Msg`` per chat-completions dict, in order. The dicts are only read, never changed.
+
+    ``ids="derived"`` gives a dict without an ``"id"`` the id ``derived_id(index, dict)``, so
+    converting the same dicts twice gives equal messages with equal digests (``created_at`` is
+    ``None`` in both modes, for the same reason).
+    """
+    if ids not in ("given", "derived"):
+        raise UserError(f'ids must be "given" or "derived", got {ids!r}')
+    names: dict[str, str] = {}  # tool call id -> tool name, to name the results
+    out = []
+    for index, d in enumerate(dicts):
+        if not isinstance(d, Mapping):
+            raise UserError(f"message {index} is a {type(d).__name__}, not a mapping")
+        try:
+            out.append(_from_dict(d, index, ids, names))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise UserError(f"message {index} is malformed: {exc!r}") from None
+    return out
+
+
+def derived_id(index: int, d: Mapping[str, Any]) -> str:
+    """The id ``from_openai(ids="derived")`` gives the dict ``d`` at position ``index``:
+    ``"oai-"`` and the BLAKE2b-128 hex of the position and the dict's canonical JSON (private
+    keys left out)."""
+    return content_id("oai-", str(index), d)
+
+
+def _from_dict(d: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, str]) -> Msg:
+    role = d.get("role")
+    metadata: dict[str, Any] = {k: v for k, v in d.items() if is_private(k)}
+    given = d.get("id")
+    if given is not None and (not isinstance(given, str) or not given):
+        raise UserError(f"message {index}: id must be a non-empty string, got {given!r}")
+    msg_id = given or (derived_id(index, d) if ids == "derived" else new_id())
+    content: list[Block] = []
+    if role == "developer":
+        role = "system"
+        metadata[SOURCE_ROLE_KEY] = "developer"
+    if role in ("system", "user"):
+        content.extend(_blocks(d.get("content"), index))
+    elif role == "assistant":
+        reasoning = d.get("reasoning_content") or d.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            content.append(ThinkingBlock(thinking=reasoning))
+        content.extend(_blocks(d.get("content"), index))
+        if d.get(_REFUSAL):
+            content.append(TextBlock(text=d[_REFUSAL], metadata={_REFUSAL: True}))
+        for call in d.get("tool_calls") or ():
+            content.append(_tool_use(call, index, names))
+    elif role == "tool":
+        call_id = d.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise UserError(f"message {index}: a tool message needs a tool_call_id")
+        output = _blocks(d.get("content"), index)
+        name = d.get("name") or names.get(call_id, "")
+        content.append(ToolResultBlock(id=call_id, name=name, output=output))  # type: ignore[arg-type]
+        return Msg("tool", content, id=msg_id, metadata=metadata, created_at=None)
+    else:
+        raise UserError(f"message {index}: unsupported role {role!r}")
+    name = d.get("name") or None
+    return Msg(role, content, id=msg_id, name=name, metadata=metadata, created_at=None)  # type: ignore[arg-type]
+
+
+def _tool_use(call: Any, index: int, names: dict[str, str]) -> ToolUseBlock:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    call_id = call.get("id") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(call_id, str) or not call_id:
+        raise UserError(f"message {index}: a tool call needs an id and a function")
+    name = function.get("name") or ""
+    names[call_id] = name
+    return ToolUseBlock(id=call_id, name=name, input=parse_arguments(function.get("arguments")))
+
+
+def _blocks(content: Any, index: int) -> list[Block]:
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    if not isinstance(content, (list, tuple)):
+        raise UserError(f"message {index}: content must be a string or a list of parts")
+    return [_part(part, index) for part in content]
+
+
+def _part(part: Any, index: int) -> Block:
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind == "text":
+        return TextBlock(text=part.get("text", ""))
+    if kind == _REFUSAL:
+        return TextBlock(text=part.get(_REFUSAL, ""), metadata={_REFUSAL: True})
+    if kind == "image_url":
+        image = part["image_url"]
+        image = image if isinstance(image, Mapping) else {"url": image}
+        extra = {"detail": image["detail"]} if image.get("detail") else None
+        parsed = parse_data_url(image["url"])
+        if parsed:
+            return ImageBlock(media_type=parsed[0], data=parsed[1], metadata=extra)
+        guessed = mimetypes.guess_type(image["url"])[0] or "image/*"
+        return ImageBlock(media_type=guessed, url=image["url"], metadata=extra)
+    if kind == "input_audio":
+        audio = part["input_audio"]
+        fmt = audio.get("format", "wav")
+        media_type = _AUDIO_TYPES.get(fmt, f"audio/{fmt}")
+        return AudioBlock(media_type=media_type, data=_b64decode(audio["data"]))
+    if kind == "file":
+        return _file(part["file"], index)
+    if kind == "video_url":  # not OpenAI's, but some compatible servers take it
+        return VideoBlock(media_type="video/*", url=part["video_url"]["url"])
+    raise UserError(f"message {index}: unsupported content part {kind!r}")
+
+
+def _file(file: Mapping[str, Any], index: int) -> FileBlock:
+    filename = file.get("filename")
+    guessed = (filename and mimetypes.guess_type(filename)[0]) or "application/octet-stream"
+    if file.get("file_id"):
+        return FileBlock(
+            media_type=guessed,
+            url=file["file_id"],
+            filename=filename,
+            metadata={PROVIDER_FILE_KEY: "openai"},
+        )
+    raw = file.get("file_data")
+    if not isinstance(raw, str):
+        raise UserError(f"message {index}: a file part needs file_data or file_id")
+    parsed = parse_data_url(raw)
+    if parsed is None:
+        parsed = (guessed, _b64decode(raw))
+    return FileBlock(media_type=parsed[0], data=parsed[1], filename=filename)

@@ -1,0 +1,207 @@
+"""Private metadata keys, and the few rules every converter shares.
+
+A metadata key that starts with ``_`` (in ``Msg.metadata``, in any block's ``metadata``, at any
+depth) is private. The codec keeps it like any other key, so it survives storage and reload, but
+no converter ever writes it into a provider request or a client message: every converter that
+emits metadata goes through ``public_metadata``. Callers use private keys for bookkeeping that
+must stay on the server (an upstream request id, a cost, a tenant tag); agentledger uses a few for
+facts a wire format cannot carry (``SOURCE_ROLE_KEY``, ``PROVIDER_FILE_KEY``).
+
+Tool-call arguments live here too, because their one irregular case is marked by a private key:
+a model can emit arguments that are not a JSON object (truncated by an interrupt, or plain
+invalid). They are kept verbatim as ``ToolUseBlock.input == {"_raw_arguments": "<text>"}`` rather
+than crashing the conversion or silently becoming ``{}``: a tool runner that validates its input
+then rejects the call loudly (and can answer with an error result), and converting back to a
+string-arguments format (OpenAI, AG-UI) gives the model's exact text again.
+
+The shared rules: which blocks may sit in which role (``block_fits``), and the deterministic
+content-derived message id (``content_id``) that lets caller-owned dicts be stored by content.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from agentledger.errors import CodecError, UserError
+from agentledger.messages.blocks import (
+    Block,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from agentledger.messages.msg import Msg
+from agentledger.messages.values import FrozenMap, freeze, json_dec_hook, json_enc_hook
+
+__all__ = [
+    "PROVIDER_FILE_KEY",
+    "RAW_ARGUMENTS_KEY",
+    "SOURCE_ROLE_KEY",
+    "block_fits",
+    "block_type",
+    "content_id",
+    "dump_arguments",
+    "input_object",
+    "is_private",
+    "metadata_from_json",
+    "parse_arguments",
+    "public_metadata",
+    "require_fits",
+    "strip_private",
+]
+
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""Key of ``ToolUseBlock.input`` holding arguments that were not a JSON object, verbatim."""
+
+SOURCE_ROLE_KEY = "_source_role"
+"""``Msg.metadata`` key recording a wire role we fold into ours (``developer`` → ``system``)."""
+
+PROVIDER_FILE_KEY = "_provider_file"
+"""Media-block metadata key: the block's ``url`` is a file handle issued by this provider (an
+OpenAI ``file_id``), not a URL anyone can fetch."""
+
+_json_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
+_canonical = msgspec.json.Encoder(enc_hook=json_enc_hook, order="sorted")
+
+
+def is_private(key: str) -> bool:
+    """Whether a metadata key is private (starts with ``_``)."""
+    return key.startswith("_")
+
+
+def strip_private(value: Any) -> Any:
+    """``value`` with every private key removed from every mapping inside it, at any depth.
+
+    Mappings come back as plain dicts and sequences as tuples; other values are returned as is.
+    """
+    if isinstance(value, Mapping):
+        return {k: strip_private(v) for k, v in value.items() if not is_private(k)}
+    if isinstance(value, (tuple, list)):
+        return tuple(strip_private(v) for v in value)
+    return value
+
+
+def public_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The public part of a metadata mapping as plain JSON, or ``None`` when nothing is left.
+
+    Bytes are written in the codec's tagged form (``{"$bytes": "<base64>"}``) so that
+    ``metadata_from_json`` gives them back as bytes; this is the only way metadata leaves us.
+    """
+    if not metadata:
+        return None
+    public = strip_private(metadata)
+    if not public:
+        return None
+    out: dict[str, Any] = msgspec.json.decode(_json_encoder.encode(freeze(public)))
+    return out
+
+
+def metadata_from_json(obj: Any) -> FrozenMap | None:
+    """Inverse of ``public_metadata``: JSON metadata from a client, with tagged bytes restored."""
+    if obj is None:
+        return None
+    frozen = json_dec_hook(FrozenMap, obj)
+    return frozen if isinstance(frozen, FrozenMap) else None
+
+
+def parse_arguments(raw: str | None) -> dict[str, Any]:
+    """Tool-call input from a JSON arguments string; never raises.
+
+    Empty or missing arguments mean no arguments. Anything that is not a JSON object is kept
+    verbatim under ``RAW_ARGUMENTS_KEY`` (see the module docstring).
+    """
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and not _is_raw(parsed):
+        return parsed
+    return {RAW_ARGUMENTS_KEY: raw}
+
+
+def dump_arguments(arguments: Mapping[str, Any]) -> str:
+    """The JSON arguments string for a tool-call input (the verbatim text for raw arguments)."""
+    if _is_raw(arguments):
+        raw: str = arguments[RAW_ARGUMENTS_KEY]
+        return raw
+    return _json_encoder.encode(_plain(arguments)).decode()
+
+
+def _is_raw(arguments: Mapping[str, Any]) -> bool:
+    return (
+        len(arguments) == 1
+        and RAW_ARGUMENTS_KEY in arguments
+        and isinstance(arguments[RAW_ARGUMENTS_KEY], str)
+    )
+
+
+def input_object(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool-call input as a plain JSON object, for formats whose arguments are an object.
+
+    Raw (non-object) arguments have no faithful object form and give ``{}``; bytes are tagged.
+    """
+    if _is_raw(arguments):
+        return {}
+    out: dict[str, Any] = _plain(arguments)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Plain JSON for a model's own data (tool input): exactly its keys, with none of the codec's
+    escaping (a ``$map`` key stays a ``$map`` key); bytes, which no model writes, are tagged."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def content_id(prefix: str, position: str, message: Mapping[str, Any]) -> str:
+    """A deterministic message id from a position and a wire dict's public content.
+
+    ``prefix`` and the BLAKE2b-128 hex of the position and the canonical JSON (sorted keys) of
+    the dict without its private keys: the same dict at the same position always gets the same
+    id, and any change to it gives another.
+    """
+    public = {k: v for k, v in message.items() if not is_private(k)}
+    try:
+        body = _canonical.encode(freeze(public))
+    except (CodecError, TypeError, ValueError, NotImplementedError) as exc:
+        raise UserError(f"message at {position} is not JSON-like: {exc}") from None
+    key = position.encode() + b"\x00" + body
+    return prefix + hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def block_type(block: Block) -> str:
+    """A block's ``type`` tag (``"text"``, ``"image"``, ``"tool_use"`` ...)."""
+    return str(block.__struct_config__.tag)
+
+
+def block_fits(role: str, block: Block) -> bool:
+    """Whether a block may sit in a message of ``role``: tool results only (and alone) in
+    ``tool`` messages, tool calls and thinking only in ``assistant`` messages."""
+    if role == "tool":
+        return isinstance(block, ToolResultBlock)
+    if isinstance(block, ToolResultBlock):
+        return False
+    if isinstance(block, (ToolUseBlock, ThinkingBlock)):
+        return role == "assistant"
+    return True
+
+
+def require_fits(msg: Msg, block: Block) -> None:
+    """Raise ``UserError`` when ``block_fits`` says no: no format can carry such a message."""
+    if not block_fits(msg.role, block):
+        raise UserError(
+            f"message {msg.id!r}: a {msg.role} message cannot hold a {block_type(block)} block "
+            "(tool results go in role='tool' messages, tool calls in assistant messages)"
+        )

@@ -1,0 +1,247 @@
+"""AG-UI 1.0 conversion: output validates against ag_ui.core, ids and content round-trip."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentledger import (
+    AudioBlock,
+    FileBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserError,
+    VideoBlock,
+)
+from agentledger.wire import (
+    from_agui,
+    reasoning_message_id,
+    to_agui,
+    to_agui_models,
+    tool_message_id,
+)
+
+core = pytest.importorskip("ag_ui.core")
+from pydantic import TypeAdapter  # noqa: E402
+
+_adapter = TypeAdapter(core.Message)
+
+
+def assert_valid_agui(dicts: list[dict[str, Any]]) -> None:
+    """Each dict parses as an ``ag_ui.core`` message with no unknown field, and serialises back
+    to exactly itself (so nothing is misspelled, misplaced or null)."""
+    for d in dicts:
+        model = _adapter.validate_python(d)
+        assert not model.model_extra, d
+        assert model.model_dump(by_alias=True, mode="json") == d
+
+
+def _rich() -> list[Msg]:
+    image = ImageBlock(media_type="image/png", data=b"\x89PNG\x00", metadata={"alt": "cat"})
+    return [
+        Msg.system("rules", id="s", metadata={"tag": b"\x00\x01"}, created_at=None),
+        Msg.user(
+            [
+                TextBlock(text="look"),
+                image,
+                AudioBlock(media_type="audio/ogg", url="https://x.test/a.ogg"),
+                VideoBlock(media_type="video/mp4", data=b"\x00\x00\x00\x18ftyp"),
+                FileBlock(media_type="application/pdf", data=b"%PDF", filename="r.pdf"),
+            ],
+            id="u",
+            name="ann",
+            created_at=None,
+        ),
+        Msg.assistant(
+            [
+                ThinkingBlock(thinking="first", signature="sig-1"),
+                ThinkingBlock(thinking="ENCRYPTED", redacted=True),
+                TextBlock(text="Let me check."),
+                ToolUseBlock(id="c1", name="zoom", input={"x": 1}, metadata={"ui": "card"}),
+                ToolUseBlock(id="c2", name="ocr", input={"_raw_arguments": "{oops"}),
+            ],
+            id="a",
+            created_at=None,
+        ),
+        Msg.tool(
+            [
+                ToolResultBlock(id="c1", name="zoom", output=[TextBlock(text="z"), image]),
+                ToolResultBlock(id="c2", name="ocr", output="bad args", is_error=True),
+            ],
+            id="t",
+            created_at=None,
+        ),
+        Msg.assistant(ThinkingBlock(thinking="pondering", signature="sig-2"), id="think-only"),
+        Msg.assistant("done", id="a2", metadata={"score": 0.5}, created_at=None),
+    ]
+
+
+def test_output_validates_against_ag_ui_core() -> None:
+    assert_valid_agui(to_agui(_rich()))
+
+
+def test_to_agui_models_gives_core_models() -> None:
+    models = to_agui_models(_rich())
+    assert isinstance(models[0], core.SystemMessage)
+    assert isinstance(models[2], core.ReasoningMessage)
+    assert {type(m).__name__ for m in models} >= {"ToolMessage", "AssistantMessage", "UserMessage"}
+
+
+def test_round_trip_is_exact() -> None:
+    msgs = [m.replace(created_at=None) for m in _rich()]
+    dicts = to_agui(msgs)
+    back = from_agui(dicts)
+    assert [m.id for m in back] == [m.id for m in msgs]
+    assert back == msgs
+    assert [m.digest for m in back] == [m.digest for m in msgs]
+    assert from_agui(to_agui_models(msgs)) == msgs  # models are read as well as dicts
+
+
+def test_derived_ids() -> None:
+    dicts = to_agui(_rich())
+    ids = [d["id"] for d in dicts]
+    assert ids == [
+        "s",
+        "u",
+        reasoning_message_id("a", 0),
+        reasoning_message_id("a", 1),
+        "a",
+        tool_message_id("t", 0),
+        tool_message_id("t", 1),
+        reasoning_message_id("think-only", 0),
+        "a2",
+    ]
+    assert ids[6] == "t:1" and ids[2] == "a:reasoning:0"
+
+
+def test_shapes_of_calls_results_and_reasoning() -> None:
+    dicts = {d["id"]: d for d in to_agui(_rich())}
+    assert dicts["a"]["toolCalls"] == [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "zoom", "arguments": '{"x":1}'},
+            "metadata": {"ui": "card"},
+        },
+        {"id": "c2", "type": "function", "function": {"name": "ocr", "arguments": "{oops"}},
+    ]
+    assert dicts["t:1"] == {
+        "id": "t:1",
+        "role": "tool",
+        "toolCallId": "c2",
+        "content": "bad args",
+        "error": "bad args",
+    }
+    assert dicts["a:reasoning:0"] == {
+        "id": "a:reasoning:0",
+        "role": "reasoning",
+        "content": "first",
+        "encryptedValue": "sig-1",
+    }
+    assert dicts["s"]["metadata"] == {"tag": {"$bytes": "AAE="}}
+
+
+def test_client_messages_with_their_own_ids() -> None:
+    dicts = [
+        {"id": "d1", "role": "developer", "content": "dev rules"},
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": "r1", "role": "reasoning", "content": "client-side thought"},
+        {"id": "act", "role": "activity", "activityType": "progress", "content": {"pct": 5}},
+        {
+            "id": "a1",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "fe", "type": "function", "function": {"name": "pick", "arguments": "{}"}}
+            ],
+        },
+        {"id": "x1", "role": "tool", "toolCallId": "fe", "content": "", "error": "user cancelled"},
+        {"id": "x1:9", "role": "tool", "toolCallId": "fe2", "content": "loose"},
+    ]
+    before = copy.deepcopy(dicts)
+    msgs = from_agui(dicts)
+    assert dicts == before
+    assert [(m.id, m.role) for m in msgs] == [
+        ("d1", "system"),
+        ("u1", "user"),
+        ("r1", "assistant"),
+        ("a1", "assistant"),
+        ("x1", "tool"),
+        ("x1:9", "tool"),  # not the next result index of x1: a message of its own
+    ]
+    cancelled = msgs[4].tool_results[0]
+    assert (cancelled.name, cancelled.is_error, cancelled.text) == ("pick", True, "user cancelled")
+    assert to_agui(msgs[:1]) == [dicts[0]]  # developer stays developer
+    assert all(m.created_at is None for m in msgs)
+
+
+def test_legacy_binary_parts_are_read() -> None:
+    (msg,) = from_agui(
+        [
+            {
+                "id": "u",
+                "role": "user",
+                "content": [
+                    {"type": "binary", "mimeType": "image/png", "data": "iVBO"},
+                    {"type": "binary", "mimeType": "application/zip", "url": "https://x.test/z"},
+                ],
+            }
+        ]
+    )
+    assert msg.content == (
+        ImageBlock(media_type="image/png", data=b"\x89PN"),
+        FileBlock(media_type="application/zip", url="https://x.test/z"),
+    )
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(UserError, match="id"):
+        from_agui([{"role": "user", "content": "x"}])
+    with pytest.raises(UserError, match="role"):
+        from_agui([{"id": "x", "role": "robot", "content": "x"}])
+    with pytest.raises(UserError, match="base64"):
+        from_agui(
+            [
+                {
+                    "id": "x",
+                    "role": "user",
+                    "content": [{"type": "image", "source": {"type": "data", "value": "!!"}}],
+                }
+            ]
+        )
+
+
+_media = st.sampled_from([ImageBlock, AudioBlock, VideoBlock, FileBlock])
+
+
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.text(max_size=10).map(lambda t: TextBlock(text=t)),
+            st.tuples(_media, st.binary(max_size=16)).map(
+                lambda p: p[0](media_type="application/x-test", data=p[1])
+            ),
+        ),
+        min_size=2,
+        max_size=5,
+    ),
+    n_results=st.integers(1, 4),
+)
+def test_user_and_tool_content_round_trips(parts: list, n_results: int) -> None:
+    results = [ToolResultBlock(id=f"c{i}", output=parts) for i in range(n_results)]
+    calls = [ToolUseBlock(id=f"c{i}", name="") for i in range(n_results)]
+    msgs = [
+        Msg.user(parts, id="u", created_at=None),
+        Msg.assistant(calls, id="a", created_at=None),
+        Msg.tool(results, id="t", created_at=None),
+    ]
+    dicts = to_agui(msgs)
+    assert_valid_agui(dicts)
+    assert from_agui(dicts) == msgs
