@@ -1,0 +1,27 @@
+"""Middleware: hooks around each reasoning step that may edit the persisted context.
+
+``before_reasoning`` gets a copy of the context and may return an edited list (previews of old
+tool results, a summary replacing old turns ...). The agent saves the edit through the normal
+incremental save before calling the model, so only changed rows are written and the originals
+stay in the ledger's history. ``after_reasoning`` may adjust the model's answer before it is
+saved. Both default to "no change".
+"""
+
+from __future__ import annotations
+
+from agentledger.agent.context import RuntimeContext
+from agentledger.messages import Msg
+
+__all__ = ["Middleware"]
+
+
+class Middleware:
+    """Subclass and override the hooks you need."""
+
+    async def before_reasoning(self, ctx: RuntimeContext, context: list[Msg]) -> list[Msg] | None:
+        """Return an edited context to persist and send, or ``None`` to leave it."""
+        return None
+
+    async def after_reasoning(self, ctx: RuntimeContext, message: Msg) -> Msg:
+        """Return the assistant message to persist (default: unchanged)."""
+        return message

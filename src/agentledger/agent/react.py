@@ -1,0 +1,451 @@
+"""``ReActAgent``: reason, act, repeat — persisting every step as it completes.
+
+One run, in order: take the session's run lease, load the state, set ``ctx.state``, call
+``on_state_loaded(ctx, msgs)``, resolve tool calls a crash left unanswered (``lifecycle``), append
+the input and **save**; then loop: stream from the model, check for an interrupt, **save** the
+answer, run its tool calls and **save** each result as it lands. A final save runs in ``finally``
+on every exit path: success, model error, interrupt, cancellation, max iterations.
+
+History sent to the model is validated first (``wire.check``), the system prompt is passed
+separately and never stored, and private metadata never reaches the provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger.agent.context import (
+    AgentEvent,
+    MessageCommitted,
+    OnStateLoaded,
+    RunError,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+    RuntimeContext,
+    ToolResultEvent,
+)
+from agentledger.agent.events import ModelResponse, ResponseBuilder
+from agentledger.agent.interrupts import (
+    InterruptSource,
+    PartialReasoningPolicy,
+    UnexecutedCallPolicy,
+    keep_on_interrupt,
+)
+from agentledger.agent.lifecycle import (
+    ISSUED,
+    PENDING_VALUE,
+    STARTED,
+    maybe_ran_result,
+    state_of,
+    unanswered_calls,
+)
+from agentledger.agent.middleware import Middleware
+from agentledger.agent.model import Model, ModelSettings
+from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools
+from agentledger.errors import AgentLedgerError, ModelError, UserError
+from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
+from agentledger.store import Ledger, SessionKey, Store
+from agentledger.store.aio import AsyncLedger
+from agentledger.wire import check
+
+__all__ = ["ReActAgent"]
+
+log = logging.getLogger("agentledger.agent")
+
+AgentInput = str | Msg | Sequence[Msg] | None
+
+
+class _Interrupted(Exception):
+    def __init__(self, source: InterruptSource) -> None:
+        super().__init__(source)
+        self.source: InterruptSource = source
+
+
+@dataclass(slots=True)
+class _Run:
+    """The mutable state of one run."""
+
+    ctx: RuntimeContext
+    run_id: str
+    context: list[Msg] = field(default_factory=list)
+    pending: dict[str, Any] = field(default_factory=dict)
+    version: int = 0
+    committed: set[str] = field(default_factory=set)
+    builder: ResponseBuilder | None = None
+    interrupt: InterruptSource | None = None
+    interrupted: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _as_input(value: AgentInput) -> list[Msg]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Msg.user(value)]
+    if isinstance(value, Msg):
+        return [value]
+    msgs = list(value)
+    if not all(isinstance(m, Msg) for m in msgs):
+        raise UserError("agent input must be a string, a Msg or a list of Msg")
+    return msgs
+
+
+def _open_ledger(store: str | Store | Ledger | AsyncLedger | None) -> AsyncLedger:
+    if isinstance(store, AsyncLedger):
+        return store
+    return AsyncLedger(store)
+
+
+class ReActAgent:
+    """A tool-using agent whose every step is persisted; see the module docstring.
+
+    ``model`` is a ``Model`` or a spec string (``openai:gpt-4o-mini``, ``scripted:path.json``).
+    ``store`` is a URL, ``Store``, ``Ledger`` or ``AsyncLedger`` (default: SQLite in the user
+    data directory).
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        tools: Sequence[ToolLike] = (),
+        *,
+        store: str | Store | Ledger | AsyncLedger | None = None,
+        system_prompt: str | None = None,
+        middlewares: Sequence[Middleware] = (),
+        max_iters: int = 10,
+        settings: ModelSettings | None = None,
+        reasoning_policy: PartialReasoningPolicy = PartialReasoningPolicy.SAVE,
+        unexecuted_calls: UnexecutedCallPolicy = UnexecutedCallPolicy.DROP,
+        on_state_loaded: OnStateLoaded | None = None,
+        lease_wait: float = 0.0,
+    ) -> None:
+        if isinstance(model, str):
+            from agentledger.agent.spec import model_from_spec
+
+            model = model_from_spec(model)
+        if max_iters < 1:
+            raise UserError("max_iters must be at least 1")
+        self.model = model
+        self.tools: dict[str, Tool] = as_tools(tools)
+        self.ledger = _open_ledger(store)
+        self.system_prompt = system_prompt
+        self.middlewares = list(middlewares)
+        self.max_iters = max_iters
+        self.settings = settings
+        self.reasoning_policy = reasoning_policy
+        self.unexecuted_calls = unexecuted_calls
+        self.on_state_loaded = on_state_loaded
+        self.lease_wait = lease_wait
+        self._runs: dict[SessionKey, _Run] = {}
+
+    # -- public API ------------------------------------------------------------------------
+    async def run(self, input: AgentInput, ctx: RuntimeContext | str) -> Msg | None:
+        """Run to the end and return the final assistant message (``None`` if interrupted
+        before anything was kept). Errors are raised after everything completed is saved."""
+        final: Msg | None = None
+        async for event in self.stream(input, ctx):
+            if isinstance(event, (RunFinished, RunInterrupted)):
+                final = event.message
+        return final
+
+    def run_sync(self, input: AgentInput, ctx: RuntimeContext | str) -> Msg | None:
+        """``run`` for synchronous code (starts an event loop)."""
+        return asyncio.run(self.run(input, ctx))
+
+    def interrupt(
+        self,
+        session: str | RuntimeContext,
+        source: InterruptSource = "user",
+        *,
+        tenant: str | None = None,
+    ) -> bool:
+        """Interrupt the running run of a session. True if one was running."""
+        if isinstance(session, RuntimeContext):
+            tenant, session = session.tenant, session.session_id
+        key = self.ledger.sync.key(session, tenant)
+        run = self._runs.get(key)
+        if run is None:
+            return False
+        if source not in ("user", "system"):
+            raise UserError(f'source must be "user" or "system", got {source!r}')
+        if run.interrupt is None:
+            run.interrupt = source
+            run.interrupted.set()
+        return True
+
+    async def recover(self, ctx: RuntimeContext | str) -> list[Msg]:
+        """Resolve tool calls left unanswered by a crash (see ``lifecycle``), without calling
+        the model; returns the session's context afterwards."""
+        ctx = self._ctx(ctx)
+        async for _ in self.stream(None, ctx, _recover_only=True):
+            pass
+        return await self.ledger.messages(ctx.session_id, tenant=ctx.tenant)
+
+    async def stream(
+        self, input: AgentInput, ctx: RuntimeContext | str, *, _recover_only: bool = False
+    ) -> AsyncIterator[AgentEvent]:
+        """Run and yield events as they happen (see ``context`` for the event types)."""
+        ctx = self._ctx(ctx)
+        msgs = _as_input(input)
+        key = self.ledger.sync.key(ctx.session_id, ctx.tenant)
+        async with self.ledger.lease(ctx.session_id, tenant=ctx.tenant, wait=self.lease_wait):
+            run = _Run(ctx=ctx, run_id=new_id())
+            self._runs[key] = run
+            try:
+                async for event in self._lifecycle(run, msgs, _recover_only):
+                    yield event
+            finally:
+                del self._runs[key]
+
+    # -- one run -----------------------------------------------------------------------------
+    def _ctx(self, ctx: RuntimeContext | str) -> RuntimeContext:
+        return RuntimeContext(session_id=ctx) if isinstance(ctx, str) else ctx
+
+    async def _lifecycle(
+        self, run: _Run, msgs: list[Msg], recover_only: bool
+    ) -> AsyncIterator[AgentEvent]:
+        ctx = run.ctx
+        state = await self.ledger.load(ctx.session_id, tenant=ctx.tenant)
+        ctx.state = state
+        run.context = list(state.context)
+        run.committed = {m.id for m in run.context}
+        run.pending = dict(state.values.get(PENDING_VALUE) or {})
+        run.version = state.version
+        hook = ctx.on_state_loaded or self.on_state_loaded
+        if hook is not None and not recover_only:
+            outcome = hook(ctx, msgs)
+            if inspect.isawaitable(outcome):
+                await outcome
+        yield RunStarted(ctx.session_id, ctx.tenant, run.run_id, run.version)
+        try:
+            async for event in self._resume(run):
+                yield event
+            if recover_only:
+                return
+            if msgs:
+                run.context.extend(msgs)
+                async for event in self._save(run):
+                    yield event
+            elif not run.context or run.context[-1].role == "assistant":
+                raise UserError("nothing to run: no input and no pending tool results")
+            async for event in self._loop(run):
+                yield event
+        except _Interrupted as stop:
+            yield await self._finish_interrupt(run, stop.source)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._persist_interrupt(run, "user"))
+            raise
+        except AgentLedgerError as exc:
+            await asyncio.shield(self._final_save(run))
+            yield RunError(str(exc), type(exc).__name__, run.version)
+            raise
+        finally:
+            await asyncio.shield(self._final_save(run))
+
+    async def _loop(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        for _ in range(self.max_iters):
+            for middleware in self.middlewares:
+                edited = await middleware.before_reasoning(run.ctx, list(run.context))
+                if edited is not None:
+                    run.context = list(edited)
+            async for event in self._save(run):  # persist middleware edits before sending
+                yield event
+            check(run.context, target="strict")
+            run.builder = ResponseBuilder()
+            async for event in self._reason(run):
+                yield event
+            response = run.builder.response
+            assert response is not None
+            message = response.message
+            for middleware in self.middlewares:
+                message = await middleware.after_reasoning(run.ctx, message)
+            self._raise_if_interrupted(run)  # the pre-acting check: nothing persisted yet
+            run.builder = None
+            run.context.append(message)
+            calls = message.tool_calls
+            for call in calls:
+                run.pending[call.id] = {"state": ISSUED, "name": call.name}
+            async for event in self._save(run):
+                yield event
+            if not calls:
+                yield RunFinished(message, response.stop_reason, run.version)
+                return
+            async for event in self._act(run, list(calls)):
+                yield event
+        yield RunFinished(None, "max_iters", run.version)
+
+    async def _reason(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        assert run.builder is not None
+        stream = self.model.stream(
+            list(run.context),
+            system=self.system_prompt,
+            tools=[t.spec for t in self.tools.values()],
+            settings=self.settings,
+        )
+        try:
+            while True:
+                try:
+                    event = await self._until_interrupted(run, stream.__anext__())
+                except StopAsyncIteration:
+                    break
+                run.builder.add(event)
+                if not isinstance(event, ModelResponse):
+                    yield event  # type: ignore[misc]
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except (RuntimeError, ModelError):  # a stream torn down mid-await
+                    pass
+        if run.builder.response is None:
+            raise ModelError(f"model {self.model.name!r} ended its stream without a response")
+
+    async def _act(self, run: _Run, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
+        for call in calls:
+            run.pending[call.id] = {"state": STARTED, "name": call.name}
+        async for event in self._save(run):
+            yield event
+        tasks: dict[asyncio.Task[ToolResultBlock], ToolUseBlock] = {
+            asyncio.ensure_future(self._run_tool(run, call)): call for call in calls
+        }
+        try:
+            while tasks:
+                done, _ = await self._until_interrupted(
+                    run, asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
+                )
+                for task in done:
+                    call = tasks.pop(task)
+                    result = task.result()
+                    yield ToolResultEvent(result)
+                    run.context.append(Msg.tool(result))
+                    run.pending.pop(call.id, None)
+                    async for event in self._save(run):
+                        yield event
+        finally:
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _run_tool(self, run: _Run, call: ToolUseBlock) -> ToolResultBlock:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return ToolResultBlock(
+                id=call.id,
+                name=call.name,
+                is_error=True,
+                output=(TextBlock(text=f"There is no tool named {call.name!r}."),),
+            )
+        context = ToolContext(run.ctx.tenant, run.ctx.session_id, call.id, run.ctx.attributes)
+        return await tool.run(call, context)
+
+    async def _resume(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        """Answer calls a crash left without results, before anything new is appended."""
+        calls = unanswered_calls(run.context)
+        if not calls:
+            if run.pending:
+                run.pending.clear()  # stale records (their results are all in the context)
+            return
+        to_run = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            never_started = state_of(run.pending, call.id) == ISSUED
+            if never_started or (tool is not None and tool.idempotent):
+                to_run.append(call)
+            else:
+                log.warning(
+                    "tool call %s (%s) may have run before a crash; not re-run", call.id, call.name
+                )
+                run.context.append(Msg.tool(maybe_ran_result(call)))
+                run.pending.pop(call.id, None)
+        async for event in self._save(run):
+            yield event
+        if to_run:
+            async for event in self._act(run, to_run):
+                yield event
+
+    # -- persistence ---------------------------------------------------------------------------
+    async def _save(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        report = await self.ledger.save_state(
+            run.ctx.session_id,
+            lists={"context": run.context},
+            values={PENDING_VALUE: dict(run.pending) or None},
+            tenant=run.ctx.tenant,
+        )
+        run.version = report.version
+        for msg in run.context:
+            if msg.id not in run.committed:
+                run.committed.add(msg.id)
+                yield MessageCommitted(msg, report.version)
+
+    async def _final_save(self, run: _Run) -> None:
+        async for _ in self._save(run):
+            pass
+
+    # -- interrupts ---------------------------------------------------------------------------
+    def _raise_if_interrupted(self, run: _Run) -> None:
+        if run.interrupt is not None:
+            raise _Interrupted(run.interrupt)
+
+    async def _until_interrupted(self, run: _Run, awaitable: Any) -> Any:
+        """Await ``awaitable`` unless the run is interrupted first."""
+        self._raise_if_interrupted(run)
+        task = asyncio.ensure_future(awaitable)
+        waiter = asyncio.ensure_future(run.interrupted.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise _Interrupted(run.interrupt or "user")
+
+    async def _persist_interrupt(self, run: _Run, source: InterruptSource) -> Msg | None:
+        """Keep what the interrupt policy keeps of a partial answer; answer started calls."""
+        kept: Msg | None = None
+        if run.builder is not None:
+            partial = (
+                run.builder.response.message if run.builder.response else run.builder.partial()
+            )
+            run.builder = None
+            kept, answers = keep_on_interrupt(
+                partial, source, self.reasoning_policy, self.unexecuted_calls
+            )
+            if kept is not None:
+                run.context.append(kept)
+                run.context.extend(answers)
+        for call in unanswered_calls(run.context):  # calls interrupted while running
+            run.context.append(
+                Msg.tool(
+                    ToolResultBlock(
+                        id=call.id,
+                        name=call.name,
+                        is_error=True,
+                        output=(
+                            TextBlock(
+                                text=f"Interrupted ({source}) before it finished; it may "
+                                "have partly run."
+                            ),
+                        ),
+                        metadata={"interrupted": source},
+                    )
+                )
+            )
+            run.pending.pop(call.id, None)
+        await self._final_save(run)
+        return kept
+
+    async def _finish_interrupt(self, run: _Run, source: InterruptSource) -> RunInterrupted:
+        kept = await self._persist_interrupt(run, source)
+        return RunInterrupted(source, kept, run.version)

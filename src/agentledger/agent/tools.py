@@ -1,0 +1,246 @@
+"""Tools: plain Python functions the model may call.
+
+``@tool`` turns a function (sync or async) into a ``Tool``: its JSON schema comes from the type
+hints (through pydantic), its description from the docstring, and each parameter's description
+from an ``Args:`` section. Running a tool never raises into the loop: bad arguments, exceptions
+and timeouts all become error results that the model can read and react to.
+
+``idempotent=True`` marks a tool that is safe to run twice. After a crash, a call that started
+but whose result was never saved is re-run only if its tool is idempotent; otherwise it gets an
+error result saying it may have run (see ``lifecycle``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+import pydantic
+
+from agentledger.agent.model import ToolSpec
+from agentledger.errors import UserError
+from agentledger.messages import (
+    AudioBlock,
+    FileBlock,
+    ImageBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    VideoBlock,
+    thaw,
+)
+
+__all__ = ["Tool", "ToolContext", "tool"]
+
+_OUTPUT_BLOCKS = (TextBlock, ImageBlock, AudioBlock, VideoBlock, FileBlock)
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may ask for by declaring a parameter annotated ``ToolContext``."""
+
+    tenant: str
+    session_id: str
+    call_id: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(fn) or ""
+    summary_lines: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            match = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
+            if match:
+                params[match.group(1)] = match.group(2).strip()
+                continue
+            if line and not line.startswith(" "):
+                in_args = False
+        if not in_args:
+            summary_lines.append(line)
+    return "\n".join(summary_lines).strip(), params
+
+
+class Tool:
+    """A callable the model can use. Build one with ``@tool`` or ``Tool(fn, ...)``."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        idempotent: bool = False,
+        timeout: float | None = 60.0,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        summary, param_docs = _doc_parts(fn)
+        self.description = description if description is not None else summary
+        self.idempotent = idempotent
+        self.timeout = timeout
+        self.is_async = inspect.iscoroutinefunction(fn)
+        signature = inspect.signature(fn)
+        hints = _hints(fn)
+        fields: dict[str, Any] = {}
+        self._context_param: str | None = None
+        for pname, param in signature.parameters.items():
+            annotation = hints.get(pname, Any)
+            if annotation is ToolContext:
+                self._context_param = pname
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise UserError(f"tool {self.name!r}: *args/**kwargs parameters are not supported")
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (
+                annotation,
+                pydantic.Field(default, description=param_docs.get(pname)),
+            )
+        self._args_model = pydantic.create_model(  # type: ignore[call-overload]
+            f"{self.name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+        )
+        schema = self._args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        """Call the underlying function directly (validation included)."""
+        args = self._args_model.model_validate(kwargs)
+        return await self._invoke(dict(args), None)
+
+    async def _invoke(self, args: dict[str, Any], context: ToolContext | None) -> Any:
+        if self._context_param is not None:
+            args[self._context_param] = context
+        if self.is_async:
+            return await self.fn(**args)
+        return await asyncio.to_thread(self.fn, **args)
+
+    async def run(self, call: ToolUseBlock, context: ToolContext) -> ToolResultBlock:
+        """Run one call and return its result; never raises (except on cancellation)."""
+        started = time.monotonic()
+        try:
+            validated = self._args_model.model_validate(thaw(call.input))
+        except pydantic.ValidationError as exc:
+            return _error(call, f"invalid arguments for {self.name}: {_brief(exc)}", started)
+        args = {name: getattr(validated, name) for name in type(validated).model_fields}
+        try:
+            if self.timeout is not None:
+                value = await asyncio.wait_for(self._invoke(args, context), self.timeout)
+            else:
+                value = await self._invoke(args, context)
+        except TimeoutError:
+            return _error(call, f"{self.name} timed out after {self.timeout:g} s", started)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool's failure is information for the model
+            return _error(call, f"{type(exc).__name__}: {exc}", started)
+        return ToolResultBlock(
+            id=call.id,
+            name=call.name,
+            output=_as_output(value),
+            metadata={"execution": {"seconds": round(time.monotonic() - started, 6)}},
+        )
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        import typing
+
+        return typing.get_type_hints(fn)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        return dict(getattr(fn, "__annotations__", {}))
+
+
+def _brief(exc: pydantic.ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def _error(call: ToolUseBlock, text: str, started: float) -> ToolResultBlock:
+    return ToolResultBlock(
+        id=call.id,
+        name=call.name,
+        output=(TextBlock(text=text),),
+        is_error=True,
+        metadata={"execution": {"seconds": round(time.monotonic() - started, 6)}},
+    )
+
+
+def _as_output(value: Any) -> tuple[Any, ...]:
+    """A tool's return value as result blocks: blocks pass through, the rest becomes text."""
+    if isinstance(value, _OUTPUT_BLOCKS):
+        return (value,)
+    if isinstance(value, Sequence) and value and all(isinstance(v, _OUTPUT_BLOCKS) for v in value):
+        return tuple(value)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (TextBlock(text=value),)
+    if isinstance(value, pydantic.BaseModel):
+        return (TextBlock(text=value.model_dump_json()),)
+    try:
+        import json
+
+        return (TextBlock(text=json.dumps(value, ensure_ascii=False, default=str)),)
+    except (TypeError, ValueError):
+        return (TextBlock(text=str(value)),)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+    timeout: float | None = 60.0,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+    timeout: float | None = 60.0,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a ``Tool`` from a function: ``@tool`` or ``@tool(idempotent=True, timeout=5)``."""
+    if fn is not None:
+        return Tool(fn)
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description, idempotent=idempotent, timeout=timeout)
+
+    return wrap
+
+
+ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+def as_tools(tools: Sequence[ToolLike]) -> dict[str, Tool]:
+    """Tools by name; plain functions are wrapped with default settings."""
+    out: dict[str, Tool] = {}
+    for item in tools:
+        t = item if isinstance(item, Tool) else Tool(item)
+        if t.name in out:
+            raise UserError(f"two tools are named {t.name!r}")
+        out[t.name] = t
+    return out

@@ -1,0 +1,299 @@
+"""The ReAct loop: step-wise persistence, interrupts (seed 003), the load hook (seed 001)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentledger import Msg, ToolUseBlock
+from agentledger.agent.context import (
+    MessageCommitted,
+    RunError,
+    RunFinished,
+    RunInterrupted,
+    RuntimeContext,
+)
+from agentledger.agent.events import TextDelta, ToolCallDelta, ToolCallEnd
+from agentledger.agent.interrupts import PartialReasoningPolicy, UnexecutedCallPolicy
+from agentledger.agent.react import ReActAgent
+from agentledger.agent.tools import tool
+from agentledger.errors import ModelError, SessionBusyError
+from agentledger.store import MemoryStore
+from agentledger.store.aio import AsyncLedger
+from agentledger.testing.scripted import ScriptedModel
+from agentledger.wire import check
+
+calls: list[str] = []
+
+
+@tool
+def lookup(city: str) -> str:
+    """Weather for a city."""
+    calls.append(city)
+    return f"sunny in {city}"
+
+
+def call_msg(*names: str, text: str = "") -> Msg:
+    blocks = [ToolUseBlock(id=f"call_{n}", name="lookup", input={"city": n}) for n in names]
+    return Msg.assistant(([] if not text else [_text(text)]) + blocks)
+
+
+def _text(t: str):
+    from agentledger import TextBlock
+
+    return TextBlock(text=t)
+
+
+@pytest.fixture
+def ledger() -> AsyncLedger:
+    calls.clear()
+    return AsyncLedger(MemoryStore())
+
+
+def make_agent(ledger: AsyncLedger, script: list, **kw) -> tuple[ReActAgent, ScriptedModel]:
+    model = ScriptedModel(script, **{k: kw.pop(k) for k in ["pause_after"] if k in kw})
+    return ReActAgent(model, [lookup], store=ledger, system_prompt="be brief", **kw), model
+
+
+async def stored(ledger: AsyncLedger, session: str = "s") -> list[Msg]:
+    return await ledger.messages(session)
+
+
+# -- the happy path ------------------------------------------------------------------------
+async def test_run_persists_every_step_and_never_stores_the_system_prompt(
+    ledger: AsyncLedger,
+) -> None:
+    agent, model = make_agent(ledger, [call_msg("Paris", "Oslo"), Msg.assistant("Both sunny.")])
+    events = [e async for e in agent.stream("weather?", RuntimeContext("s"))]
+    versions = [e.version for e in events if isinstance(e, MessageCommitted)]
+    assert versions == sorted(versions) and len(versions) == 5  # input, call, 2 results, answer
+    history = await stored(ledger)
+    assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert sorted(calls) == ["Oslo", "Paris"]
+    assert all(m.role != "system" for m in history)
+    assert model.requests[0].system == "be brief"
+    check(history, target="strict")
+    assert isinstance(events[-1], RunFinished) and events[-1].message.text == "Both sunny."
+    assert (await ledger.load("s")).values == {}  # no pending tool-call records left
+
+
+async def test_input_is_saved_before_the_model_is_called(ledger: AsyncLedger) -> None:
+    seen: list[int] = []
+
+    def answer(messages, tools):
+        seen.append(len(ledger.sync.messages("s")))
+        return "hi"
+
+    agent, _ = make_agent(ledger, [answer])
+    await agent.run("hello", "s")
+    assert seen == [1]
+
+
+# -- seed 003: interrupts never leave an unanswered tool call ----------------------------------
+async def _interrupt_at(ledger: AsyncLedger, pause_after, script, source="user", **kw):
+    agent, model = make_agent(ledger, script, pause_after=pause_after, **kw)
+    task = asyncio.create_task(agent.run("go", RuntimeContext("s")))
+    await asyncio.wait_for(model.reached.wait(), 5)
+    assert agent.interrupt("s", source)
+    model.release.set()
+    result = await asyncio.wait_for(task, 5)
+    return result, await stored(ledger), agent
+
+
+async def test_user_interrupt_while_tool_arguments_stream(ledger: AsyncLedger) -> None:
+    result, history, _ = await _interrupt_at(
+        ledger, ToolCallDelta, [call_msg("Paris", text="Let me check")]
+    )
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[1].tool_calls == () and history[1].text == "Let me check"
+    assert calls == []
+    check(history, target="strict")
+
+
+async def test_user_interrupt_after_complete_call_before_acting(ledger: AsyncLedger) -> None:
+    _, history, _ = await _interrupt_at(ledger, -1, [call_msg("Paris", text="checking")])
+    assert history[-1].tool_calls == () and history[-1].text == "checking"
+    assert calls == []
+    check(history, target="strict")
+
+
+async def test_user_interrupt_during_text_only_reasoning_keeps_text(ledger: AsyncLedger) -> None:
+    result, history, _ = await _interrupt_at(
+        ledger, TextDelta, [Msg.assistant("A long answer " * 20)]
+    )
+    assert history[-1].role == "assistant" and history[-1].text
+    assert "A long answer".startswith(history[-1].text[:5])
+    assert result is not None and result.text == history[-1].text
+
+
+async def test_user_interrupt_during_tool_call_only_reasoning_persists_nothing(
+    ledger: AsyncLedger,
+) -> None:
+    result, history, _ = await _interrupt_at(ledger, ToolCallEnd, [call_msg("Paris")])
+    assert [m.role for m in history] == ["user"] and result is None
+
+
+@pytest.mark.parametrize("policy", list(PartialReasoningPolicy))
+async def test_system_interrupt_policies(
+    ledger: AsyncLedger, policy: PartialReasoningPolicy
+) -> None:
+    _, history, _ = await _interrupt_at(
+        ledger,
+        TextDelta,
+        [Msg.assistant("partial words here")],
+        source="system",
+        reasoning_policy=policy,
+    )
+    if policy is PartialReasoningPolicy.SAVE:
+        assert [m.role for m in history] == ["user", "assistant"]
+    else:
+        assert [m.role for m in history] == ["user"]
+
+
+async def test_error_results_policy_keeps_calls_answered(ledger: AsyncLedger) -> None:
+    _, history, _ = await _interrupt_at(
+        ledger,
+        -1,
+        [call_msg("Paris")],
+        unexecuted_calls=UnexecutedCallPolicy.ERROR_RESULTS,
+    )
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert history[2].tool_results[0].is_error and calls == []
+    check(history, target="strict")
+
+
+async def test_cancelling_the_task_is_a_user_interrupt(ledger: AsyncLedger) -> None:
+    agent, model = make_agent(ledger, [call_msg("Paris", text="hm")], pause_after=ToolCallDelta)
+    task = asyncio.create_task(agent.run("go", "s"))
+    await asyncio.wait_for(model.reached.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    history = await stored(ledger)
+    assert [m.role for m in history] == ["user", "assistant"] and history[1].tool_calls == ()
+    check(history, target="strict")
+
+
+async def test_interrupt_while_a_tool_runs_answers_the_call(ledger: AsyncLedger) -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def slow(x: int) -> str:
+        """Slow."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    model = ScriptedModel([Msg.assistant(ToolUseBlock(id="c1", name="slow", input={"x": 1}))])
+    agent = ReActAgent(model, [slow], store=ledger)
+    task = asyncio.create_task(agent.run("go", "s"))
+    await asyncio.wait_for(started.wait(), 5)
+    agent.interrupt("s")
+    await asyncio.wait_for(task, 5)
+    history = await stored(ledger)
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert history[2].tool_results[0].is_error
+    check(history, target="strict")
+
+
+async def test_fresh_agent_continues_an_interrupted_store(ledger: AsyncLedger) -> None:
+    await _interrupt_at(ledger, ToolCallDelta, [call_msg("Paris", text="Let me")])
+    agent, model = make_agent(ledger, [call_msg("Rome"), Msg.assistant("Rome is sunny.")])
+    final = await agent.run("and Rome?", "s")
+    assert final is not None and final.text == "Rome is sunny."
+    for request in model.requests:
+        check(list(request.messages), target="strict")
+    check(await stored(ledger), target="strict")
+
+
+# -- seed 001: the load hook ---------------------------------------------------------------
+async def test_on_state_loaded_sees_state_and_edits_input(ledger: AsyncLedger) -> None:
+    await ledger.save("s", [Msg.user("old", id="u1"), Msg.assistant("reply", id="a1")])
+    seen = {}
+
+    def hook(ctx: RuntimeContext, msgs: list[Msg]) -> None:
+        seen["version"] = ctx.state.version
+        seen["ids"] = [m.id for m in ctx.state.context]
+        known = {m.id for m in ctx.state.context}
+        msgs[:] = [m for m in msgs if m.id not in known]  # dedupe a resent transcript
+        msgs.append(Msg.user("injected", id="inj"))
+
+    agent, model = make_agent(ledger, [Msg.assistant("ok")])
+    resent = [Msg.user("old", id="u1"), Msg.assistant("reply", id="a1"), Msg.user("new", id="u2")]
+    await agent.run(resent, RuntimeContext("s", on_state_loaded=hook))
+    assert seen == {"version": 1, "ids": ["u1", "a1"]}
+    assert [m.id for m in await stored(ledger)][:4] == ["u1", "a1", "u2", "inj"]
+    assert [m.id for m in model.requests[0].messages] == ["u1", "a1", "u2", "inj"]
+
+
+# -- failures ------------------------------------------------------------------------------
+async def test_model_error_keeps_input_and_session_usable(ledger: AsyncLedger) -> None:
+    agent, _ = make_agent(ledger, [ModelError("rate limited", status=429, retryable=True)])
+    events = []
+    with pytest.raises(ModelError):
+        async for event in agent.stream("hello", "s"):
+            events.append(event)
+    assert isinstance(events[-1], RunError) and events[-1].kind == "ModelError"
+    assert [m.text for m in await stored(ledger)] == ["hello"]
+    agent2, _ = make_agent(ledger, [Msg.assistant("back")])
+    assert (await agent2.run("again", "s")).text == "back"
+    assert [m.role for m in await stored(ledger)] == ["user", "user", "assistant"]
+
+
+async def test_second_run_on_busy_session_fails_clearly(ledger: AsyncLedger) -> None:
+    agent, model = make_agent(ledger, [Msg.assistant("slow answer")], pause_after=TextDelta)
+    task = asyncio.create_task(agent.run("one", "s"))
+    await asyncio.wait_for(model.reached.wait(), 5)
+    other, _ = make_agent(ledger, [Msg.assistant("x")])
+    with pytest.raises(SessionBusyError):
+        await other.run("two", "s")
+    model.release.set()
+    await task
+    assert [m.text for m in await stored(ledger)] == ["one", "slow answer"]
+
+
+async def test_max_iters_stops_with_a_valid_history(ledger: AsyncLedger) -> None:
+    script = [call_msg(f"c{i}") for i in range(3)]
+    agent, _ = make_agent(ledger, script, max_iters=2)
+    events = [e async for e in agent.stream("loop", "s")]
+    assert isinstance(events[-1], RunFinished) and events[-1].reason == "max_iters"
+    check(await stored(ledger), target="strict")
+
+
+async def test_tool_errors_become_error_results(ledger: AsyncLedger) -> None:
+    @tool
+    def boom() -> str:
+        """Fails."""
+        raise RuntimeError("kaput")
+
+    model = ScriptedModel(
+        [
+            Msg.assistant([ToolUseBlock(id="c1", name="boom"), ToolUseBlock(id="c2", name="nope")]),
+            Msg.assistant("sorry"),
+        ]
+    )
+    agent = ReActAgent(model, [boom], store=ledger)
+    await agent.run("go", "s")
+    results = {r.id: r for m in await stored(ledger) for r in m.tool_results}
+    assert results["c1"].is_error and "kaput" in results["c1"].text
+    assert results["c2"].is_error and "no tool" in results["c2"].text
+
+
+async def test_interrupt_between_answer_and_acting_persists_no_call(ledger: AsyncLedger) -> None:
+    """The pre-acting check: the answer is complete, the interrupt lands before it is saved."""
+    from agentledger.agent.middleware import Middleware
+
+    class InterruptNow(Middleware):
+        async def after_reasoning(self, ctx: RuntimeContext, message: Msg) -> Msg:
+            agent.interrupt(ctx)
+            return message
+
+    model = ScriptedModel([call_msg("Paris", text="on it")])
+    agent = ReActAgent(model, [lookup], store=ledger, middlewares=[InterruptNow()])
+    events = [e async for e in agent.stream("go", "s")]
+    assert isinstance(events[-1], RunInterrupted)
+    history = await stored(ledger)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[1].tool_calls == () and history[1].text == "on it" and calls == []
+    check(history, target="strict")
