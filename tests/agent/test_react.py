@@ -102,7 +102,7 @@ async def _interrupt_at(ledger: AsyncLedger, pause_after, script, source="user",
 
 
 async def test_user_interrupt_while_tool_arguments_stream(ledger: AsyncLedger) -> None:
-    result, history, _ = await _interrupt_at(
+    _, history, _ = await _interrupt_at(
         ledger, ToolCallDelta, [call_msg("Paris", text="Let me check")]
     )
     assert [m.role for m in history] == ["user", "assistant"]

@@ -41,7 +41,7 @@ __all__ = [
     "ToolResultEvent",
 ]
 
-OnStateLoaded: TypeAlias = Callable[["RuntimeContext", list[Msg]], None | Awaitable[None]]
+OnStateLoaded: TypeAlias = Callable[["RuntimeContext", list[Msg]], Awaitable[None] | None]
 
 
 @dataclass(slots=True)
