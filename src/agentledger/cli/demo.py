@@ -1,9 +1,10 @@
-"""``agentledger demo``: an offline walk through what the ledger persists, step by step.
+"""``agentledger demo``: an offline walk through what agentledger persists, step by step.
 
-No API key and no network: a real SQLite file in a temporary directory (or ``--store``), and
-scripted conversation content. Each step prints what was written, so a newcomer can see the
-claims hold: an append writes the new turn, an edit writes the edited message, an unchanged
-reloaded list writes nothing, and history stays readable.
+No API key and no network: a real SQLite file in a temporary directory (or ``--store``), a
+scripted model, and scripted conversation content. First an agent runs, is interrupted, is
+killed and resumes (``demo_agent``); then the ledger shows what each save writes: an append
+writes the new turn, an edit writes the edited message, an unchanged reloaded list writes
+nothing, history stays readable, and the stored histories pass strict validation.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 from rich.console import Console
 
 from agentledger.cli.options import StoreOption
+from agentledger.cli.sessions import describe
 from agentledger.messages import Msg, TextBlock, decode, encode
 from agentledger.store import Ledger, SaveReport, Store, open_store
 from agentledger.testing.samples import sample_conversation
@@ -34,22 +36,39 @@ def _report(label: str, report: SaveReport) -> None:
     console.print(f"  {label:<34} v{report.version:<3} {what:<42} {report.bytes_written:>7,} bytes")
 
 
-def run_ledger_demo(url: str, *, turns: int = 50) -> None:
+def run_ledger_demo(url: str, *, turns: int = 50, first_step: int = 1) -> None:
     """The ledger part of the demo: grow, edit, no-op, history, sync, validate.
 
     Each step opens a new ``Ledger`` (an empty cache, as a new process would have) on one store.
     """
     store = open_store(url)
     try:
-        _steps(store, url, turns)
+        _steps(store, url, turns, first_step)
     finally:
         store.close()
 
 
-def _steps(url: Store, label: str, turns: int) -> None:
+def run_demo(url: str, *, turns: int = 50) -> None:
+    """The whole demo: the agent (steps 1-3), then the ledger (steps 4-9)."""
+    from agentledger.cli.demo_agent import SESSION, run_agent_demo
+
+    run_agent_demo(url)
+    with Ledger(url) as ledger:
+        version = ledger.version(SESSION)
+        console.print(f"[bold]4. Reload the agent session in a fresh handle[/] (v{version})")
+        history = ledger.messages(SESSION)
+        for i, msg in enumerate(history):
+            console.print(f"  {i:>2} {describe(msg, 70)}", markup=False)
+        _validate(history)
+        console.print(f"  {len(history)} messages pass strict validation ✓")
+    run_ledger_demo(url, turns=turns, first_step=5)
+
+
+def _steps(url: Store, label: str, turns: int, first: int) -> None:
     session = "demo"
+    step = iter(range(first, first + 10))
     conversation = sample_conversation(turns, seed=1)
-    console.print(f"[bold]1. Grow a conversation turn by turn[/] ({label})")
+    console.print(f"[bold]{next(step)}. Grow a conversation turn by turn[/] ({label})")
     with Ledger(url) as ledger:
         ledger.delete(session)
         for t in range(turns):
@@ -59,27 +78,31 @@ def _steps(url: Store, label: str, turns: int) -> None:
             elif t == 2:
                 console.print("  …")
 
-    console.print("[bold]2. Replace one tool result in the middle with a preview[/]")
+    console.print(f"[bold]{next(step)}. Replace one tool result in the middle with a preview[/]")
     with Ledger(url) as ledger:
         msgs = ledger.messages(session)
-        middle = len(msgs) // 2 - 2  # a tool result
+        middle = next(i for i in range(len(msgs) // 2, len(msgs)) if msgs[i].tool_results)
         preview = msgs[middle].tool_results[0].replace(output=(TextBlock(text="[preview]"),))
         msgs[middle] = msgs[middle].replace(content=(preview,))
         _report(f"edit message {middle} of {len(msgs)}", ledger.save(session, msgs))
 
-    console.print("[bold]3. Reload in a fresh process-like handle, rebuild, save unchanged[/]")
+    console.print(
+        f"[bold]{next(step)}. Reload in a fresh process-like handle, rebuild, save unchanged[/]"
+    )
     with Ledger(url) as ledger:
         rebuilt = [decode(encode(m)) for m in ledger.messages(session)]
         _report("save the reloaded list", ledger.save(session, rebuilt))
 
-    console.print("[bold]4. History is kept: the original tool result is still there[/]")
+    console.print(
+        f"[bold]{next(step)}. History is kept: the original tool result is still there[/]"
+    )
     with Ledger(url) as ledger:
         before = ledger.messages(session, version=turns)[middle]
         after = ledger.messages(session)[middle]
         console.print(f"  version {turns}: {len(before.tool_results[0].text):,} chars of output")
         console.print(f"  version {turns + 1}: {after.tool_results[0].text!r}", markup=False)
 
-    console.print("[bold]5. Your own loop: sync a list of OpenAI dicts by content[/]")
+    console.print(f"[bold]{next(step)}. Your own loop: sync a list of OpenAI dicts by content[/]")
     with Ledger(url) as ledger:
         live = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
         _report("sync 2 dicts", ledger.sync("own-loop", live))
@@ -88,7 +111,7 @@ def _steps(url: Store, label: str, turns: int) -> None:
         _report("drop one, add two", ledger.sync("own-loop", live))
         _report("sync again, unchanged", ledger.sync("own-loop", live))
 
-    console.print("[bold]6. The stored history passes strict provider validation[/]")
+    console.print(f"[bold]{next(step)}. The stored history passes strict provider validation[/]")
     with Ledger(url) as ledger:
         stored = ledger.messages(session)
         _validate(stored)
@@ -107,10 +130,10 @@ def demo(
 ) -> None:
     """Run an offline demonstration on a real SQLite file (no API key needed)."""
     if store:
-        run_ledger_demo(store, turns=turns)
+        run_demo(store, turns=turns)
         return
     with tempfile.TemporaryDirectory(prefix="agentledger-demo-") as tmp:
-        run_ledger_demo(f"sqlite:///{Path(tmp) / 'demo.db'}", turns=turns)
+        run_demo(f"sqlite:///{Path(tmp) / 'demo.db'}", turns=turns)
 
 
 def register(app: typer.Typer) -> None:

@@ -38,7 +38,8 @@ def describe(msg: Msg, width: int = 100) -> str:
             err = " error" if block.is_error else ""  # type: ignore[union-attr]
             kind = f"result{err} {block.id}"  # type: ignore[union-attr]
         kinds.append(kind)
-    text = " ".join((msg.text or msg.thinking or "").split())
+    results = " | ".join(r.text for r in msg.tool_results)
+    text = " ".join((msg.text or results or msg.thinking or "").split())
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"{msg.role:<9} [{', '.join(kinds)}] {text}"

@@ -1,0 +1,87 @@
+"""The command line: every command has help, the demo runs offline, session commands work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentledger.cli import app
+from agentledger.messages import Msg
+from agentledger.store import Ledger
+
+runner = CliRunner()
+COMMANDS = sorted(c.name for c in app.registered_commands if c.name)
+
+
+def test_every_command_has_help() -> None:
+    assert {"demo", "sessions", "show", "history", "export", "import"} <= set(COMMANDS)
+    for name in COMMANDS:
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0, result.output
+        command = next(c for c in app.registered_commands if c.name == name)
+        assert (command.callback.__doc__ or "").strip(), f"{name} has no help text"
+
+
+def test_demo_runs_offline_and_ends_valid(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    result = runner.invoke(app, ["demo", "--store", url, "--turns", "5"], env={"COLUMNS": "150"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "interrupted (user); kept: assistant [thinking, text] Let me check Rome" in out
+    assert "died (exit code 9)" in out
+    assert "[result error t3-book] The call to book_table started" in out
+    assert "pass strict validation ✓" in out and "nothing written" in out
+    with Ledger(url) as ledger:
+        history = ledger.messages("agent-demo")
+        assert [m.role for m in history].count("tool") == 3
+        assert not any(c.name == "book_table" for c in history[-1].tool_calls)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    with Ledger(url) as ledger:
+        ledger.save("chat", [Msg.user("hello there", id="u"), Msg.assistant("hi", id="a")])
+        ledger.save("chat", [Msg.user("hello there", id="u"), Msg.assistant("hi!", id="a")])
+    return url
+
+
+def test_sessions_show_history_search(store: str) -> None:
+    out = runner.invoke(app, ["sessions", "--store", store]).output
+    assert "chat" in out and "hello there" in out
+    out = runner.invoke(app, ["show", "chat", "--store", store, "--version", "1"]).output
+    assert "version 1" in out and "hi" in out and "hi!" not in out
+    out = runner.invoke(app, ["history", "chat", "--store", store]).output
+    assert "2" in out
+    assert "chat" in runner.invoke(app, ["search", "hello", "--store", store]).output
+
+
+def test_export_import_fork_delete(store: str, tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    assert runner.invoke(app, ["export", "chat", str(path), "--store", store]).exit_code == 0
+    result = runner.invoke(app, ["import", str(path), "--session", "copy", "--store", store])
+    assert result.exit_code == 0, result.output
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "from openai"}]))
+    assert runner.invoke(app, ["import", str(transcript), "--store", store]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["fork", "chat", "branch", "--at-version", "1", "--store", store]
+        ).exit_code
+        == 0
+    )
+    with Ledger(store) as ledger:
+        assert ledger.messages("copy") == ledger.messages("chat")
+        assert ledger.messages("t")[0].text == "from openai"
+        assert ledger.messages("branch")[1].text == "hi"
+    assert "deleted" in runner.invoke(app, ["delete", "branch", "--store", store]).output
+    result = runner.invoke(app, ["show", "branch", "--store", store])
+    assert result.exit_code != 0
+
+
+def test_bad_store_url_is_a_clear_error() -> None:
+    result = runner.invoke(app, ["sessions", "--store", "ftp://nope"])
+    assert result.exit_code != 0 and "unknown store URL" in result.output
