@@ -124,7 +124,7 @@ async def _resume(url: str) -> None:
 
 
 def run_agent_demo(url: str) -> None:
-    """Steps 1–3 of the demo (see the module docstring)."""
+    """Steps 1-3 of the demo (see the module docstring)."""
     console.print("[bold]1. An agent turn with two tool calls, persisted step by step[/]")
     asyncio.run(_turn_one(url))
     console.print("[bold]2. A user interrupt while the model streams a tool call[/]")

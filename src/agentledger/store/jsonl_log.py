@@ -58,7 +58,7 @@ class Header(_Record, tag="header"):
     oldest: int = 1
 
 
-class Put(_Record, tag="put"):
+class Put(_Record, tag="put", kw_only=True):
     v: int
     list_name: str = msgspec.field(name="list")
     pos: int
@@ -74,7 +74,7 @@ class Trunc(_Record, tag="trunc"):
     length: int
 
 
-class SetValue(_Record, tag="set"):
+class SetValue(_Record, tag="set", kw_only=True):
     v: int
     name: str
     enc: str | None = None
@@ -225,14 +225,11 @@ class SessionLog:
         pending: list[_Pending] = []
         lineno, pos, size = self.lines, 0, len(view)
         self.torn = None
-        find = data.find
-        decode = _decoder.decode
+        find, decode, add = data.find, _decoder.decode, pending.append
         while pos < size:
             nl = find(b"\n", pos)
-            first_torn = pending[0][2] if pending else lineno + 1
-            torn_at = pending[0][3] if pending else base + pos
             if nl < 0:
-                self._set_torn(torn_at, base + size, first_torn, "last line has no newline")
+                self._set_torn(pending, base + pos, base + size, lineno + 1, "no newline at end")
                 return
             lineno += 1
             try:
@@ -240,28 +237,33 @@ class SessionLog:
             except _DecodeErrors as exc:
                 if _closes_after(view, nl + 1, find):
                     raise self._corrupt(lineno, f"not a valid record ({exc})") from None
-                self._set_torn(torn_at, base + size, first_torn, f"unreadable line ({exc})")
+                self._set_torn(pending, base + pos, base + size, lineno, f"bad line ({exc})")
                 return
-            if isinstance(rec, Commit | Purge):
-                if isinstance(rec, Commit):
-                    self._apply(rec, pending, base + pos, base + nl + 1, lineno)
+            kind = type(rec)
+            if kind is Commit or kind is Purge:
+                if kind is Commit:
+                    self._apply(rec, pending, base + pos, base + nl + 1, lineno)  # type: ignore[arg-type]
+                elif pending:
+                    raise self._corrupt(lineno, "purge record inside an uncommitted version")
                 else:
-                    if pending:
-                        raise self._corrupt(lineno, "purge record inside an uncommitted version")
-                    self._apply_purge(rec, lineno)
-                pending = []
+                    self._apply_purge(rec, lineno)  # type: ignore[arg-type]
+                pending.clear()
                 self.clean_end = base + nl + 1
                 self.last_close = bytes(view[pos : nl + 1])
                 self.lines = lineno
+            elif kind is Header and base + pos != 0:
+                raise self._corrupt(lineno, "header record after the start of the log")
             else:
-                if isinstance(rec, Header) and base + pos != 0:
-                    raise self._corrupt(lineno, "header record after the start of the log")
-                pending.append((rec, nl + 1 - pos, lineno, base + pos, None))
+                add((rec, nl + 1 - pos, lineno, base + pos, None))
             pos = nl + 1
         if pending:
-            self._set_torn(pending[0][3], base + size, pending[0][2], "records without a commit")
+            self._set_torn(pending, base + size, base + size, lineno, "records without a commit")
 
-    def _set_torn(self, offset: int, end: int, line: int, reason: str) -> None:
+    def _set_torn(
+        self, pending: list[_Pending], offset: int, end: int, line: int, reason: str
+    ) -> None:
+        if pending:  # the torn tail starts with the uncommitted version's first record
+            line, offset = pending[0][2], pending[0][3]
         self.torn = TornTail(str(self.path), offset, end - offset, line, reason)
 
     def _corrupt(self, line: int, why: str) -> CorruptStoreError:
@@ -290,48 +292,51 @@ class SessionLog:
         v = commit.v
         if v != self.version + 1:
             raise self._corrupt(lineno, f"commit of version {v} follows version {self.version}")
-        meta = end - (pending[0][3] if pending else commit_at)
+        start = pending[0][3] if pending else commit_at
+        meta = end - start
+        live_of, rows_of = self.live, self.rows
         for rec, nbytes, line, _, item in pending:
-            if getattr(rec, "v", None) != v:
-                raise self._corrupt(line, f"record of another version inside version {v}")
             try:
-                if self._apply_record(rec, v, nbytes, item):
+                if rec.v != v:  # type: ignore[attr-defined]
+                    raise ValueError(f"record of version {rec.v} inside version {v}")  # type: ignore[attr-defined]
+                if type(rec) is Put:  # the hot path: inlined
+                    live = live_of.get(rec.list_name)
+                    if live is None:
+                        live = live_of[rec.list_name] = []
+                        rows_of.setdefault(rec.list_name, [])
+                    text, position = None, rec.pos
+                    if item is None:
+                        body = bytes(rec.body) if rec.enc is None else _unembed(rec.enc, rec.body)
+                        item = StoredMsg(rec.msg_id, bytes.fromhex(rec.digest), body)
+                    elif item.text:  # kept for search; loads return no text (it is not stored)
+                        text, item = item.text, StoredMsg(item.msg_id, item.digest, item.body)
+                    row = Row(position, v, None, item, nbytes, text)
+                    if position == len(live):
+                        live.append(row)
+                    elif 0 <= position < len(live):
+                        live[position].version_to = v
+                        live[position] = row
+                    else:
+                        raise IndexError(f"put at position {position} of a list of {len(live)}")
+                    rows_of[rec.list_name].append(row)
+                    meta -= nbytes
+                elif self._apply_other(rec, v, nbytes):
                     meta -= nbytes
             except (ValueError, IndexError) as exc:
                 raise self._corrupt(line, str(exc)) from None
-        start = pending[0][3] if pending else commit_at
         info = VersionInfo(
             v, commit.at, commit.appended, commit.replaced, commit.truncated, commit.values_changed
         )
         self.groups.append(Group(info, start, commit_at, end, meta))
         self.version = v
-        self.title, self.message_count, self.updated_at = (
-            commit.title,
-            commit.message_count,
-            commit.at,
-        )
+        self.title, self.message_count = commit.title, commit.message_count
+        self.updated_at = commit.at
 
-    def _apply_record(self, rec: _Record, v: int, nbytes: int, item: StoredMsg | None) -> bool:
-        """Apply one record of version ``v``; True if it holds a row (put/set)."""
-        if isinstance(rec, Put):
-            live = self.live.setdefault(rec.list_name, [])
-            if not 0 <= rec.pos <= len(live):
-                raise IndexError(f"put at position {rec.pos} of a list of {len(live)}")
-            text = None
-            if item is None:
-                item = StoredMsg(rec.msg_id, bytes.fromhex(rec.digest), _unembed(rec.enc, rec.body))
-            elif item.text:  # keep it for search; loads return no text (it is not stored)
-                text, item = item.text, StoredMsg(item.msg_id, item.digest, item.body)
-            row = Row(rec.pos, v, None, item, nbytes, text)
-            if rec.pos < len(live):
-                live[rec.pos].version_to = v
-                live[rec.pos] = row
-            else:
-                live.append(row)
-            self.rows.setdefault(rec.list_name, []).append(row)
-            return True
+    def _apply_other(self, rec: _Record, v: int, nbytes: int) -> bool:
+        """Apply a trunc/set/del record of version ``v``; True if it holds a row (set)."""
         if isinstance(rec, Trunc):
             live = self.live.setdefault(rec.list_name, [])
+            self.rows.setdefault(rec.list_name, [])
             if not 0 <= rec.length <= len(live):
                 raise IndexError(f"truncate to {rec.length} a list of {len(live)}")
             for row in live[rec.length :]:
@@ -382,6 +387,12 @@ class SessionLog:
         lineno += 1
         self._apply(commit, pending, offset, offset + len(line), lineno)
         self.clean_end, self.last_close, self.lines = offset + len(line), line, lineno
+        self.torn = None
+
+    def closed_by(self, line: bytes) -> None:
+        """Note a closing record (purge) this process just appended at ``clean_end``."""
+        self.clean_end, self.last_close = self.clean_end + len(line), line
+        self.lines += 1
         self.torn = None
 
     # -- sizes and compaction --------------------------------------------------------------
