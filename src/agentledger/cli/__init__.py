@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentledger.cli import demo, sessions
+from agentledger.cli import chat, demo, sessions
 
 __all__ = ["app", "main"]
 
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 sessions.register(app)
 demo.register(app)
+chat.register(app)
 
 
 def main() -> None:
