@@ -31,7 +31,7 @@ HOW_TO_CONFIGURE = """No model is configured. Choose one of:
   agentledger chat --model openai:gpt-4o-mini        (set OPENAI_API_KEY)
   agentledger chat --model anthropic:claude-sonnet-4-5   (set ANTHROPIC_API_KEY)
   OPENAI_BASE_URL=http://localhost:11434/v1 agentledger chat --model openai:llama3.2
-                                                      (any OpenAI-compatible server: Ollama, vLLM, llama.cpp)
+      (any OpenAI-compatible server: Ollama, vLLM, llama.cpp)
   agentledger chat --model scripted:answers.json      (offline, scripted answers)
 or set AGENTLEDGER_MODEL to one of these specs."""
 
