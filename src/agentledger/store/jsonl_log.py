@@ -58,8 +58,11 @@ class Header(_Record, tag="header"):
     oldest: int = 1
 
 
-class Put(_Record, tag="put", kw_only=True):
-    v: int
+class _Versioned(_Record, kw_only=True):
+    v: int  # the version whose commit record closes this record
+
+
+class Put(_Versioned, tag="put", kw_only=True):
     list_name: str = msgspec.field(name="list")
     pos: int
     msg_id: str = msgspec.field(name="id")
@@ -68,21 +71,18 @@ class Put(_Record, tag="put", kw_only=True):
     body: msgspec.Raw
 
 
-class Trunc(_Record, tag="trunc"):
-    v: int
+class Trunc(_Versioned, tag="trunc"):
     list_name: str = msgspec.field(name="list")
     length: int
 
 
-class SetValue(_Record, tag="set", kw_only=True):
-    v: int
+class SetValue(_Versioned, tag="set", kw_only=True):
     name: str
     enc: str | None = None
     value: msgspec.Raw
 
 
-class DelValue(_Record, tag="del"):
-    v: int
+class DelValue(_Versioned, tag="del"):
     name: str
 
 
@@ -241,12 +241,12 @@ class SessionLog:
                 return
             kind = type(rec)
             if kind is Commit or kind is Purge:
-                if kind is Commit:
-                    self._apply(rec, pending, base + pos, base + nl + 1, lineno)  # type: ignore[arg-type]
+                if isinstance(rec, Commit):
+                    self._apply(rec, pending, base + pos, base + nl + 1, lineno)
                 elif pending:
                     raise self._corrupt(lineno, "purge record inside an uncommitted version")
                 else:
-                    self._apply_purge(rec, lineno)  # type: ignore[arg-type]
+                    self._apply_purge(rec, lineno)
                 pending.clear()
                 self.clean_end = base + nl + 1
                 self.last_close = bytes(view[pos : nl + 1])
@@ -297,8 +297,8 @@ class SessionLog:
         live_of, rows_of = self.live, self.rows
         for rec, nbytes, line, _, item in pending:
             try:
-                if rec.v != v:  # type: ignore[attr-defined]
-                    raise ValueError(f"record of version {rec.v} inside version {v}")  # type: ignore[attr-defined]
+                if not isinstance(rec, _Versioned) or rec.v != v:
+                    raise ValueError(f"a record of another version inside version {v}")
                 if type(rec) is Put:  # the hot path: inlined
                     live = live_of.get(rec.list_name)
                     if live is None:
