@@ -1,0 +1,129 @@
+"""Tools: schema from type hints and docstring, sync and async, errors and timeouts as results."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Literal
+
+import pydantic
+import pytest
+
+from agentledger.agent.tools import Tool, ToolContext, as_tools, tool
+from agentledger.errors import UserError
+from agentledger.messages import ImageBlock, ToolUseBlock
+
+CTX = ToolContext("t", "s", "call-1", {"user": "ana"})
+
+
+class Filters(pydantic.BaseModel):
+    tags: list[str] = []
+
+
+@tool(idempotent=True, timeout=5)
+def search(
+    query: str, limit: int = 3, order: Literal["new", "old"] = "new", filters: Filters | None = None
+) -> list[str]:
+    """Search the notes.
+
+    Args:
+        query: words to look for
+        limit: how many results
+    """
+    return [f"{query}-{i}" for i in range(limit)]
+
+
+def test_schema_from_hints_and_docstring() -> None:
+    spec = search.spec
+    assert spec.name == "search" and spec.description == "Search the notes."
+    props = spec.parameters["properties"]
+    assert props["query"] == {"type": "string", "description": "words to look for"}
+    assert props["limit"]["default"] == 3 and props["limit"]["description"] == "how many results"
+    assert props["order"]["enum"] == ["new", "old"]
+    assert spec.parameters["required"] == ["query"]
+    assert "Filters" in str(spec.parameters.get("$defs", {}))
+    assert search.idempotent and search.timeout == 5
+
+
+async def test_sync_tool_runs_in_a_thread_and_result_is_text() -> None:
+    seen = []
+
+    @tool
+    def where() -> str:
+        """Which thread am I on."""
+        seen.append(threading.current_thread() is threading.main_thread())
+        return "here"
+
+    result = await where.run(ToolUseBlock(id="c", name="where"), CTX)
+    assert seen == [False] and result.text == "here" and not result.is_error
+    assert result.metadata["execution"]["seconds"] >= 0
+
+
+async def test_structured_results_and_blocks() -> None:
+    result = await search.run(ToolUseBlock(id="c", name="search", input={"query": "x"}), CTX)
+    assert result.text == '["x-0", "x-1", "x-2"]'
+
+    @tool
+    async def picture() -> ImageBlock:
+        """A picture."""
+        return ImageBlock(media_type="image/png", data=b"\x89PNG")
+
+    result = await picture.run(ToolUseBlock(id="c", name="picture"), CTX)
+    assert result.output[0].data == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ({}, "query: Field required"),
+        ({"query": "x", "limit": "many"}, "limit"),
+        ({"query": "x", "extra": 1}, "extra"),
+    ],
+)
+async def test_bad_arguments_become_error_results(args: dict, fragment: str) -> None:
+    result = await search.run(ToolUseBlock(id="c", name="search", input=args), CTX)
+    assert result.is_error and fragment in result.text
+
+
+async def test_exceptions_and_timeouts_become_error_results() -> None:
+    @tool(timeout=0.05)
+    async def sleepy() -> str:
+        """Sleeps too long."""
+        await asyncio.sleep(5)
+        return "late"
+
+    @tool
+    def broken() -> str:
+        """Raises."""
+        raise ValueError("bad input")
+
+    timed_out = await sleepy.run(ToolUseBlock(id="c", name="sleepy"), CTX)
+    assert timed_out.is_error and "timed out" in timed_out.text
+    failed = await broken.run(ToolUseBlock(id="c", name="broken"), CTX)
+    assert failed.is_error and "ValueError: bad input" in failed.text
+
+
+async def test_tool_context_is_injected_not_in_schema() -> None:
+    @tool
+    def who(ctx: ToolContext) -> str:
+        """Who asks."""
+        return f"{ctx.session_id}/{ctx.call_id}/{ctx.attributes['user']}"
+
+    assert who.spec.parameters["properties"] == {}
+    assert (await who.run(ToolUseBlock(id="c", name="who"), CTX)).text == "s/call-1/ana"
+
+
+def test_misuse_is_a_user_error() -> None:
+    def star(*args: int) -> int:
+        return 0
+
+    with pytest.raises(UserError):
+        Tool(star)
+    with pytest.raises(UserError):
+        as_tools([search, search])
+
+
+async def test_direct_call_validates() -> None:
+    assert await search(query="q", limit=1) == ["q-0"]
+    with pytest.raises(pydantic.ValidationError):
+        await search(limit=1)
