@@ -8,17 +8,28 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentledger import decode, encode
 from agentledger.errors import ConflictError, CorruptStoreError, UserError, VersionNotFoundError
 from agentledger.messages import ImageBlock, Msg
-from agentledger.store import CommitPlan, Ledger, ListWrite, SessionKey, StoredMsg, open_store
+from agentledger.store import (
+    CommitPlan,
+    Ledger,
+    ListWrite,
+    MemoryStore,
+    SessionKey,
+    StoredMsg,
+    open_store,
+)
 from agentledger.store.ids import path_component
 from agentledger.store.jsonl import JsonlStore
 from agentledger.store.jsonl_log import SessionLog
@@ -505,6 +516,60 @@ def test_search_derives_text_from_bodies(ledgers: Callable[[], Ledger]) -> None:
     ledgers().save("s", [Msg.user("needle in a haystack", id="a"), Msg.user("hay", id="b")])
     hits = ledgers().search("needle")
     assert [(h.session_id, h.msg_id, h.position) for h in hits] == [("s", "a", 0)]
+
+
+# -- differential: purge and compaction against the reference backend ---------------------------
+_OPS = ["append", "append", "replace", "replace", "truncate", "value", "purge", "reopen"]
+_ops = st.lists(st.tuples(st.sampled_from(_OPS), st.integers(0, 50)), min_size=4, max_size=30)
+
+
+@pytest.mark.parametrize("ratio", [0.0, float("inf")], ids=["always-compact", "never-compact"])
+@settings(max_examples=60, deadline=None)
+@given(ops=_ops)
+def test_history_and_purge_match_the_memory_backend(
+    ratio: float, ops: list[tuple[str, int]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        memory, jsonl = Ledger(MemoryStore()), Ledger(JsonlStore(tmp, compaction_ratio=ratio))
+        msgs: list[Msg] = []
+        counter = 0
+        for op, n in ops:
+            if op == "purge":
+                keep = 1 + n % 3
+                assert jsonl.purge_history("s", keep_last=keep) == memory.purge_history(
+                    "s", keep_last=keep
+                )
+            elif op == "reopen":
+                jsonl = Ledger(JsonlStore(tmp, compaction_ratio=ratio))
+            else:
+                values = {}
+                if op == "append":
+                    msgs = msgs + _msgs(1 + n % 4, f"a{counter}-")
+                elif op == "replace" and msgs:
+                    msgs = list(msgs)
+                    msgs[n % len(msgs)] = msgs[n % len(msgs)].replace(content=f"r{counter}")
+                elif op == "truncate":
+                    msgs = msgs[: n % (len(msgs) + 1)]
+                else:
+                    values = {f"k{n % 4}": counter if n % 4 else None}
+                counter += 1
+                a = memory.save_state("s", lists={"context": msgs}, values=values)
+                b = jsonl.save_state("s", lists={"context": msgs}, values=values)
+                assert (a.version, a.noop) == (b.version, b.noop)
+            expected = [
+                (v.version, v.appended, v.replaced, v.truncated) for v in memory.history("s")
+            ]
+            for ledger in (jsonl, Ledger(JsonlStore(tmp))):
+                history = ledger.history("s")
+                assert [
+                    (v.version, v.appended, v.replaced, v.truncated) for v in history
+                ] == expected
+                for v, *_ in expected:
+                    assert ledger.load("s", version=v) == memory.load("s", version=v)
+                listed = [(i.title, i.message_count, i.version) for i in ledger.list_sessions()]
+                assert listed == [
+                    (i.title, i.message_count, i.version) for i in memory.list_sessions()
+                ]
 
 
 # -- the shared suites --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentledger.errors import CodecError, ConflictError, CorruptStoreError
-from agentledger.messages import decode, digest_of
+from agentledger.messages import decode
 from agentledger.store.base import (
     CommitPlan,
     Head,
@@ -49,11 +49,9 @@ from agentledger.store.jsonl_log import (
     Purge,
     SessionLog,
     TornTail,
-    decode_commit,
-    decode_header,
     encode_record,
-    live_at,
     plan_records,
+    read_info,
 )
 
 __all__ = ["JsonlStore", "TornTail"]
@@ -101,13 +99,21 @@ class JsonlStore(Store):
     """Sessions as JSONL logs under ``root``; see the module docstring.
 
     ``cache_bytes`` bounds the log bytes whose replayed index this store keeps in memory
-    (least recently used logs are dropped first and re-read on demand).
+    (least recently used logs are dropped first and re-read on demand). ``purge_history``
+    rewrites a log when its dead bytes exceed ``compaction_ratio`` times its live bytes.
     """
 
-    def __init__(self, root: Path | str, *, cache_bytes: int = 512 * 2**20) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        cache_bytes: int = 256 * 2**20,
+        compaction_ratio: float = 1.0,
+    ) -> None:
         self.root = Path(root)
         self.location = str(self.root.resolve())
         self.cache_bytes = cache_bytes
+        self.compaction_ratio = compaction_ratio
         #: The most recent tail without a commit record found while reading a log, if any.
         self.last_torn_tail: TornTail | None = None
         self._guard = threading.Lock()
@@ -195,7 +201,11 @@ class JsonlStore(Store):
                 log.torn.reason,
             )
         header = log.header
-        if key is not None and header and (header.tenant, header.session) != key_ids(key):
+        if (
+            key is not None
+            and header
+            and (header.tenant, header.session) != (key.tenant, key.session)
+        ):
             self._forget(name)
             raise CorruptStoreError(
                 f"{path}, line 1: the log belongs to session {header.session!r} of "
@@ -268,14 +278,7 @@ class JsonlStore(Store):
             log = self._refresh(path, key)
             if log is None or log.version == 0:
                 return None
-            lists = {n: [r.item.digest for r in live] for n, live in log.live.items() if live}
-            values = {
-                n: digest_of(r.raw)
-                for n, rows in log.values.items()
-                for r in rows
-                if r.version_to is None
-            }
-            return Head(log.version, lists, values)
+            return log.head()
 
     def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
         path = self._log_path(key)
@@ -284,23 +287,7 @@ class JsonlStore(Store):
             if log is None or log.version == 0:
                 return None
             check_version(version, log.oldest, log.version)
-            at = log.version if version is None else version
-            if at == log.version:
-                lists = {n: [r.item for r in live] for n, live in log.live.items() if live}
-            else:
-                lists = {}
-                for name, rows in log.rows.items():
-                    alive = [r for r in rows if live_at(r.version_from, r.version_to, at)]
-                    if alive:
-                        alive.sort(key=lambda r: r.position)
-                        lists[name] = [r.item for r in alive]
-            values = {
-                n: r.raw
-                for n, rows in log.values.items()
-                for r in rows
-                if live_at(r.version_from, r.version_to, at)
-            }
-            return StoredState(at, lists, values)
+            return log.state(log.version if version is None else version)
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         blobs = self._tenant_dir(key.tenant) / _BLOBS
@@ -344,12 +331,12 @@ class JsonlStore(Store):
                 with self._thread_lock(path):
                     log = self._cached(name)
                     if log is not None and log.fingerprint == fingerprint:
-                        return _info_of(log)
+                        return log.info()
                 with self._guard:
                     cached = self._tails.get(name)
                 if cached is not None and cached[0] == fingerprint:
                     return cached[1]
-                info = _read_info(f.fileno(), st.st_size)
+                info = read_info(f.fileno(), st.st_size)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -504,7 +491,7 @@ class JsonlStore(Store):
             try:
                 removed = log.drop_before(oldest)
                 live = log.live_bytes()
-                if log.clean_end - live > live:
+                if log.clean_end - live > self.compaction_ratio * live:
                     self._rewrite(path, log)
                 else:
                     line = encode_record(Purge(oldest=oldest, at=datetime.now(UTC)))
@@ -586,53 +573,6 @@ class JsonlStore(Store):
         except FileNotFoundError:
             return set()
         return {bytes.fromhex(m.decode()) for m in _BLOB_REF.findall(data)}
-
-
-def key_ids(key: SessionKey) -> tuple[str, str]:
-    return (key.tenant, key.session)
-
-
-def _info_of(log: SessionLog) -> SessionInfo | None:
-    if log.header is None or log.version == 0 or log.updated_at is None:
-        return None
-    return SessionInfo(
-        log.header.tenant,
-        log.header.session,
-        log.title,
-        log.message_count,
-        log.version,
-        log.header.created_at,
-        log.updated_at,
-    )
-
-
-def _read_info(fd: int, size: int) -> SessionInfo | None:
-    """A session's listing from its header and its last commit record, read from the tail."""
-    head = os.pread(fd, min(size, 8192), 0)
-    header = decode_header(head[: head.find(b"\n")]) if b"\n" in head else None
-    if header is None:
-        return None
-    chunk = 1 << 16
-    while True:
-        start = max(0, size - chunk)
-        data = os.pread(fd, size - start, start)
-        lines = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
-        if start > 0:
-            lines = lines[1:]  # may begin mid-line
-        for line in reversed(lines):
-            if line.startswith(b'{"op":"commit"') and (commit := decode_commit(line)):
-                return SessionInfo(
-                    header.tenant,
-                    header.session,
-                    commit.title,
-                    commit.message_count,
-                    commit.v,
-                    header.created_at,
-                    commit.at,
-                )
-        if start == 0:
-            return None
-        chunk *= 4
 
 
 def _text_of(body: bytes) -> str:

@@ -22,6 +22,7 @@ exactly as ``memory.py`` keeps them, plus the byte offsets needed to resume read
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +31,15 @@ from pathlib import Path
 import msgspec
 
 from agentledger.errors import CorruptStoreError, UserError
-from agentledger.store.base import CommitPlan, StoredMsg, VersionInfo
+from agentledger.messages import digest_of
+from agentledger.store.base import (
+    CommitPlan,
+    Head,
+    SessionInfo,
+    StoredMsg,
+    StoredState,
+    VersionInfo,
+)
 
 __all__ = [
     "FORMAT",
@@ -41,6 +50,7 @@ __all__ = [
     "TornTail",
     "encode_record",
     "plan_records",
+    "read_info",
 ]
 
 FORMAT = 1
@@ -134,18 +144,36 @@ def _unembed(enc: str | None, raw: msgspec.Raw) -> bytes:
     raise ValueError(f"unknown encoding {enc!r}")
 
 
-def decode_header(line: bytes) -> Header | None:
+def read_info(fd: int, size: int) -> SessionInfo | None:
+    """A session's listing from its header and its last commit record, read from the tail,
+    so that listing sessions does not replay whole logs."""
+    head = os.pread(fd, min(size, 8192), 0)
     try:
-        return _header_decoder.decode(line)
+        header = _header_decoder.decode(head[: head.find(b"\n")]) if b"\n" in head else None
     except _DecodeErrors:
+        header = None
+    if header is None:
         return None
-
-
-def decode_commit(line: bytes) -> Commit | None:
-    try:
-        return _commit_decoder.decode(line)
-    except _DecodeErrors:
-        return None
+    chunk = 1 << 16
+    while True:
+        start = max(0, size - chunk)
+        data = os.pread(fd, size - start, start)
+        lines = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
+        if start > 0:
+            lines = lines[1:]  # may begin mid-line
+        for line in reversed(lines):
+            if line.startswith(b'{"op":"commit"'):
+                try:
+                    c = _commit_decoder.decode(line)
+                except _DecodeErrors:
+                    continue
+                h = header
+                return SessionInfo(
+                    h.tenant, h.session, c.title, c.message_count, c.v, h.created_at, c.at
+                )
+        if start == 0:
+            return None
+        chunk *= 4
 
 
 @dataclass(slots=True)
@@ -394,6 +422,45 @@ class SessionLog:
         self.clean_end, self.last_close = self.clean_end + len(line), line
         self.lines += 1
         self.torn = None
+
+    # -- what the store hands out ------------------------------------------------------------
+    def head(self) -> Head:
+        lists = {n: [r.item.digest for r in live] for n, live in self.live.items() if live}
+        values = {
+            n: digest_of(r.raw)
+            for n, rows in self.values.items()
+            for r in rows
+            if r.version_to is None
+        }
+        return Head(self.version, lists, values)
+
+    def state(self, at: int) -> StoredState:
+        """The session at version ``at`` (checked by the caller)."""
+        if at == self.version:
+            lists = {n: [r.item for r in live] for n, live in self.live.items() if live}
+        else:
+            lists = {}
+            for name, rows in self.rows.items():
+                alive = [r for r in rows if live_at(r.version_from, r.version_to, at)]
+                if alive:
+                    alive.sort(key=lambda r: r.position)
+                    lists[name] = [r.item for r in alive]
+        values = {
+            n: r.raw
+            for n, rows in self.values.items()
+            for r in rows
+            if live_at(r.version_from, r.version_to, at)
+        }
+        return StoredState(at, lists, values)
+
+    def info(self) -> SessionInfo | None:
+        if self.header is None or self.version == 0 or self.updated_at is None:
+            return None
+        h = self.header
+        count, title = self.message_count, self.title
+        return SessionInfo(
+            h.tenant, h.session, title, count, self.version, h.created_at, self.updated_at
+        )
 
     # -- sizes and compaction --------------------------------------------------------------
     def live_bytes(self) -> int:
