@@ -1,0 +1,363 @@
+"""OpenAIChatModel through the real ``openai`` SDK against a local fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from agentledger.agent import (
+    ModelResponse,
+    ModelSettings,
+    ResponseBuilder,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    UsageReport,
+    complete,
+)
+from agentledger.agent.providers import OpenAIChatModel
+from agentledger.errors import HistoryError, ModelError, UserError
+from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from tests.agent.fake_servers import (
+    FakeServer,
+    Reply,
+    chunk,
+    json_error,
+    openai_sse,
+    raw,
+    tool_delta,
+    usage_chunk,
+)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as s:
+        yield s
+
+
+@pytest.fixture
+async def model(server: FakeServer) -> AsyncIterator[OpenAIChatModel]:
+    client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="test-key", max_retries=0)
+    async with client:
+        yield OpenAIChatModel("test-model", client=client)
+
+
+async def collect(model: Any, messages: list[Msg], **kw: Any) -> list[Any]:
+    return [event async for event in model.stream(messages, **kw)]
+
+
+HELLO = [Msg.user("hello", metadata={"_tenant": "acme", "lang": "en"})]
+
+
+async def test_streamed_text_and_usage(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(
+        openai_sse(
+            [
+                chunk({"role": "assistant", "content": ""}),
+                chunk({"content": "Hel"}),
+                chunk({"content": "lo, "}),
+                chunk({"content": "world"}),
+                chunk({}, finish="stop"),
+                usage_chunk(12, 5, cached=4),
+            ]
+        )
+    )
+    events = await collect(model, HELLO)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo, ", "world"]
+    usage = [e for e in events if isinstance(e, UsageReport)]
+    assert usage[-1].usage.input_tokens == 12
+    assert usage[-1].usage.output_tokens == 5
+    assert usage[-1].usage.cache_read_tokens == 4
+    final = events[-1]
+    assert isinstance(final, ModelResponse)
+    assert final.stop_reason == "end_turn"
+    assert final.message.role == "assistant"
+    assert final.message.content == (TextBlock(text="Hello, world"),)
+    assert final.message.usage == usage[-1].usage
+
+
+async def test_request_body_has_converted_history_and_nothing_private(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    server.reply(openai_sse([chunk({"content": "ok"}), chunk({}, finish="stop")]))
+    history = [
+        Msg.user("weather in Paris?", metadata={"_secret": "s3"}),
+        Msg.assistant(
+            [
+                ThinkingBlock(thinking="look it up", signature="sig"),
+                ToolUseBlock(
+                    id="call_1", name="weather", input={"city": "Paris"}, metadata={"_x": 1}
+                ),
+            ]
+        ),
+        Msg.tool(ToolResultBlock(id="call_1", name="weather", output="18C", metadata={"_t": 2})),
+    ]
+    tool = ToolSpec(
+        name="weather",
+        description="Current weather",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    settings = ModelSettings(temperature=0.2, max_tokens=64, extra={"top_k": 5})
+    await collect(model, history, system="Be brief.", tools=[tool], settings=settings)
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer test-key"
+    body = request.body
+    assert body["model"] == "test-model"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["temperature"] == 0.2
+    assert body["max_tokens"] == 64  # a non-OpenAI base URL: the field compatible servers know
+    assert body["top_k"] == 5
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "Current weather",
+                "parameters": tool.parameters,
+            },
+        }
+    ]
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "look it up",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
+    ]
+    assert '"_' not in json.dumps(body)  # no private key anywhere
+
+
+async def test_reasoning_fields_become_thinking(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(
+        openai_sse(
+            [
+                chunk({"role": "assistant", "reasoning_content": "Let me "}),
+                chunk({"reasoning_content": "think."}),
+                chunk({"reasoning": " More."}),  # Ollama / newer vLLM spelling
+                chunk({"content": "42"}),
+                chunk({}, finish="stop"),
+                usage_chunk(3, 9, reasoning=6),
+            ]
+        )
+    )
+    events = await collect(model, HELLO)
+    assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == "Let me think. More."
+    final = events[-1]
+    assert final.message.content == (
+        ThinkingBlock(thinking="Let me think. More."),
+        TextBlock(text="42"),
+    )
+    assert final.message.usage.reasoning_tokens == 6
+
+
+async def test_parallel_tool_calls_interleaved_by_index(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    server.reply(
+        openai_sse(
+            [
+                chunk({"role": "assistant", "content": None}),
+                tool_delta(0, "", id="call_a", name="weather"),
+                tool_delta(0, '{"ci'),
+                tool_delta(1, "", id="call_b", name="time"),
+                tool_delta(1, '{"tz": '),
+                tool_delta(0, 'ty": "Pa'),
+                tool_delta(1, '"CET"}'),
+                tool_delta(0, 'ris"}'),
+                chunk({}, finish="tool_calls"),
+                usage_chunk(20, 30),
+            ]
+        )
+    )
+    events = await collect(model, HELLO)
+    starts = [e for e in events if isinstance(e, ToolCallStart)]
+    assert starts == [ToolCallStart(0, "call_a", "weather"), ToolCallStart(1, "call_b", "time")]
+    assert [e.index for e in events if isinstance(e, ToolCallDelta)] == [0, 1, 0, 1, 0]
+    assert [e for e in events if isinstance(e, ToolCallEnd)] == [
+        ToolCallEnd(0, "call_a"),
+        ToolCallEnd(1, "call_b"),
+    ]
+    final = events[-1]
+    assert final.stop_reason == "tool_use"
+    assert final.message.tool_calls == (
+        ToolUseBlock(id="call_a", name="weather", input={"city": "Paris"}),
+        ToolUseBlock(id="call_b", name="time", input={"tz": "CET"}),
+    )
+
+
+async def test_builder_partial_mid_stream(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(
+        openai_sse(
+            [
+                chunk({"content": "Checking."}),
+                tool_delta(0, '{"city": "Oslo"}', id="call_a", name="weather"),
+                tool_delta(1, '{"tz"', id="call_b", name="time"),
+                tool_delta(1, ': "UTC"}'),
+                chunk({}, finish="tool_calls"),
+            ]
+        )
+    )
+    builder = ResponseBuilder()
+    async for event in model.stream(HELLO):
+        builder.add(event)
+        if isinstance(event, ToolCallDelta) and event.index == 1:
+            break  # interrupted after the second call's first argument delta
+    partial = builder.partial()
+    assert partial.text == "Checking."
+    assert partial.tool_calls == ()  # no call has ended (OpenAI ends them at finish_reason)
+    assert [(c.id, c.complete) for c in builder.tool_calls] == [
+        ("call_a", False),
+        ("call_b", False),
+    ]
+
+
+async def test_tool_call_with_invalid_json_is_a_model_error(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    server.reply(
+        openai_sse(
+            [
+                tool_delta(0, '{"city": ', id="call_a", name="weather"),
+                chunk({}, finish="length"),
+            ]
+        )
+    )
+    with pytest.raises(ModelError, match=r"not valid JSON.*max_tokens"):
+        await collect(model, HELLO)
+
+
+async def test_no_choices_is_a_model_error(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(openai_sse([usage_chunk(1, 0)]))
+    with pytest.raises(ModelError, match="no choices"):
+        await collect(model, HELLO)
+
+
+async def test_cut_off_stream_is_retryable(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(openai_sse([chunk({"content": "Hel"})], done=False))
+    with pytest.raises(ModelError, match="before a finish_reason") as info:
+        await collect(model, HELLO)
+    assert info.value.retryable
+
+
+async def test_rate_limit_is_retryable_with_status(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    server.reply(
+        json_error(429, "slow down", kind="rate_limit_error", headers={"retry-after": "7"})
+    )
+    with pytest.raises(ModelError, match=r"rate limiting.*slow down.*retry after 7") as info:
+        await collect(model, HELLO)
+    assert info.value.status == 429
+    assert info.value.retryable
+
+
+async def test_server_error_is_retryable(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(raw(500, "<html>Internal Server Error</html>", content_type="text/html"))
+    with pytest.raises(ModelError) as info:
+        await collect(model, HELLO)
+    assert info.value.status == 500
+    assert info.value.retryable
+
+
+async def test_bad_request_is_not_retryable(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(json_error(400, "messages: invalid", kind="invalid_request_error"))
+    with pytest.raises(ModelError, match=r"rejected the request.*messages: invalid") as info:
+        await collect(model, HELLO)
+    assert info.value.status == 400
+    assert not info.value.retryable
+
+
+async def test_garbage_json_in_stream(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(raw(200, 'data: {"choices": [ nope\n\n'))
+    with pytest.raises(ModelError, match="not valid JSON"):
+        await collect(model, HELLO)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"choices": [{"index": 0, "delta": 5}]},
+        {"choices": [{"index": 0, "delta": {"content": 5}, "finish_reason": "stop"}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": 3}]},
+        tool_delta(0, "{}", id="c1", name=5),  # type: ignore[arg-type]
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": None}]}}]},
+        [1, 2],
+    ],
+)
+async def test_unreadable_chunk_shapes(
+    server: FakeServer, model: OpenAIChatModel, data: object
+) -> None:
+    server.reply(raw(200, f"data: {json.dumps(data)}\n\ndata: [DONE]\n\n"))
+    with pytest.raises(ModelError, match=r"malformed|not a string"):
+        await collect(model, HELLO)
+
+
+async def test_error_object_mid_stream(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(openai_sse([chunk({"content": "x"}), {"error": {"message": "backend exploded"}}]))
+    with pytest.raises(ModelError, match="backend exploded"):
+        await collect(model, HELLO)
+
+
+async def test_timeout_is_retryable(server: FakeServer) -> None:
+    server.reply(Reply(delay=5))
+    client = openai.AsyncOpenAI(
+        base_url=f"{server.url}/v1", api_key="k", max_retries=0, timeout=0.2
+    )
+    async with client:
+        with pytest.raises(ModelError, match="timed out") as info:
+            await collect(OpenAIChatModel("m", client=client), HELLO)
+    assert info.value.retryable
+
+
+async def test_invalid_history_is_refused_before_sending(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    unanswered = [Msg.user("hi"), Msg.assistant(ToolUseBlock(id="c1", name="t")), Msg.user("?")]
+    with pytest.raises(HistoryError):
+        await collect(model, unanswered)
+    assert server.requests == []
+
+
+async def test_complete_drains_the_stream(server: FakeServer, model: OpenAIChatModel) -> None:
+    server.reply(openai_sse([chunk({"content": "done"}), chunk({}, finish="stop")]))
+    response = await complete(model, HELLO)
+    assert response.message.text == "done"
+
+
+async def test_owned_client_from_environment(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.reply(openai_sse([chunk({"content": "local"}), chunk({}, finish="stop")]))
+    async with OpenAIChatModel("llama3", max_retries=0) as local:
+        response = await complete(local, HELLO)
+    assert response.message.text == "local"
+    assert server.requests[0].headers["authorization"].startswith("Bearer ")  # placeholder key
+
+
+def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        OpenAIChatModel("gpt-4o-mini")
