@@ -8,7 +8,15 @@ import pytest
 
 import agentledger
 
-MODULES = ["agentledger", "agentledger.messages", "agentledger.store", "agentledger.errors"]
+MODULES = [
+    "agentledger",
+    "agentledger.agent",
+    "agentledger.errors",
+    "agentledger.messages",
+    "agentledger.store",
+    "agentledger.testing",
+    "agentledger.wire",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -32,7 +40,7 @@ def test_core_imports_without_optional_extras() -> None:
     import sys
 
     code = (
-        "import sys, agentledger, agentledger.store, agentledger.wire;"
+        "import sys, agentledger, agentledger.store, agentledger.wire, agentledger.agent;"
         "heavy = {'fastapi', 'openai', 'anthropic', 'psycopg', 'ag_ui', 'uvicorn'};"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
     )

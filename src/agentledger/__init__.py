@@ -40,6 +40,22 @@ from agentledger.store.aio import AsyncLedger
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "ReActAgent": "agentledger.agent.react",
+    "RuntimeContext": "agentledger.agent.context",
+    "Tool": "agentledger.agent.tools",
+    "tool": "agentledger.agent.tools",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The agent runtime loads on first use, so ``import agentledger`` stays light."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agentledger' has no attribute {name!r}")
+
 __all__ = [
     "AgentLedgerError",
     "AsyncLedger",
@@ -56,6 +72,8 @@ __all__ = [
     "MissingDependencyError",
     "ModelError",
     "Msg",
+    "ReActAgent",
+    "RuntimeContext",
     "SaveReport",
     "SessionBusyError",
     "SessionNotFoundError",
@@ -63,6 +81,7 @@ __all__ = [
     "StoreError",
     "TextBlock",
     "ThinkingBlock",
+    "Tool",
     "ToolResultBlock",
     "ToolUseBlock",
     "Usage",
@@ -72,4 +91,5 @@ __all__ = [
     "__version__",
     "decode",
     "encode",
+    "tool",
 ]

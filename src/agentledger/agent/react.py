@@ -266,6 +266,10 @@ class ReActAgent:
                 message = await middleware.after_reasoning(run.ctx, message)
             self._raise_if_interrupted(run)  # the pre-acting check: nothing persisted yet
             run.builder = None
+            if not message.content:  # an empty answer would break strict validation later
+                log.warning("model %s returned an empty answer; nothing saved", self.model.name)
+                yield RunFinished(None, response.stop_reason, run.version)
+                return
             run.context.append(message)
             calls = message.tool_calls
             for call in calls:

@@ -4,7 +4,8 @@
   ``open_ledger`` fixture to check a backend.
 - ``run_ledger_state_machine``: the Hypothesis state machine that drives random edits, saves,
   reloads and past-version loads against a backend and a plain list model.
-- ``sample_messages``: deterministic conversations with every block type.
+- ``ScriptedModel``: a deterministic model for agent tests and offline demos.
+- ``sample_conversation``: deterministic conversations (the benchmark workload).
 
 pytest and Hypothesis are imported only when these are used.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["StoreConformance", "run_ledger_state_machine", "sample_conversation"]
+__all__ = ["ScriptedModel", "StoreConformance", "run_ledger_state_machine", "sample_conversation"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,6 +26,10 @@ def __getattr__(name: str) -> Any:
         from agentledger.testing.statemachine import run_ledger_state_machine
 
         return run_ledger_state_machine
+    if name == "ScriptedModel":
+        from agentledger.testing.scripted import ScriptedModel
+
+        return ScriptedModel
     if name == "sample_conversation":
         from agentledger.testing.samples import sample_conversation
 
