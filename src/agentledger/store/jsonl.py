@@ -6,6 +6,7 @@ header record)::
     root/<tenant>/<session>.jsonl    the log: records closed by one commit record per version
     root/<tenant>/<session>.lock     flock'ed by writers of that session
     root/<tenant>/_blobs/<digest>    large media, written once (tmp + rename), shared
+    root/<tenant>/_blobs/.lock       shared by saves that write media, exclusive for collection
 
 A save is one ``os.write`` of its records and commit record on an ``O_APPEND`` descriptor, then
 ``fsync``: its cost follows the size of the change. A crash can only leave a tail without its
