@@ -145,12 +145,21 @@ def json_enc_hook(obj: Any) -> Any:
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def json_dec_hook(type_: type, obj: Any) -> Any:
     """msgspec ``dec_hook``: rebuild a ``FrozenMap`` field from decoded JSON."""
     if type_ is FrozenMap:
         if not isinstance(obj, dict):
             raise CodecError(f"expected a JSON object, got {type(obj).__name__}")
-        return _from_json_map(obj) if obj else EMPTY
+        if not obj:
+            return EMPTY
+        if all(type(v) in _SCALARS for v in obj.values()):  # the common, flat case
+            frozen = FrozenMap.__new__(FrozenMap)
+            frozen._data, frozen._hash = obj, None
+            return frozen
+        return _from_json_map(obj)
     raise NotImplementedError(f"cannot decode {type_.__name__}")
 
 

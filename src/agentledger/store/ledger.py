@@ -169,7 +169,7 @@ class Ledger:
                     ]
                 else:
                     msgs = decode_list([r.body for r in rows], [r.digest for r in rows])
-            except (CodecError, KeyError) as exc:
+            except (CodecError, KeyError, ValueError) as exc:
                 raise CorruptStoreError(
                     f"session {key.session!r} list {name!r} cannot be decoded: {exc}",
                     location=f"{self.store.location} {key.tenant}/{key.session}/{name}",

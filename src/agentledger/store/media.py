@@ -10,6 +10,7 @@ message, so equality is unaffected.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from agentledger.messages import Msg, ToolResultBlock, canonical_bytes, decode, digest_of
@@ -20,6 +21,7 @@ __all__ = ["MEDIA_THRESHOLD", "externalize", "internalize"]
 MEDIA_THRESHOLD = 4096
 _PREFIX = "\x00blob:"
 _MARKER = b"\\u0000blob:"  # how msgspec writes the prefix inside a JSON string
+_REF = re.compile(rb"\\u0000blob:([0-9a-f]{32})\"")
 
 
 def _swap_out(block: object, blobs: dict[bytes, bytes]) -> object:
@@ -44,14 +46,12 @@ def externalize(msg: Msg, canonical: bytes) -> tuple[bytes, dict[bytes, bytes]]:
 
 
 def blob_refs(body: bytes) -> list[bytes]:
-    """Digests of the blobs a storage body references."""
-    refs = []
-    at = body.find(_MARKER)
-    while at >= 0:
-        start = at + len(_MARKER)
-        refs.append(bytes.fromhex(body[start : start + 32].decode("ascii")))
-        at = body.find(_MARKER, start)
-    return refs
+    """Digests of the blobs a storage body references.
+
+    Only the exact reference shape counts, so message text that happens to contain the prefix
+    is never mistaken for a reference (at worst it keeps a blob alive a little longer).
+    """
+    return [bytes.fromhex(m.decode("ascii")) for m in _REF.findall(body)]
 
 
 def _swap_in(block: object, blobs: dict[bytes, bytes]) -> object:

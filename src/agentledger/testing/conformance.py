@@ -367,6 +367,15 @@ class StoreConformance:
             assert loaded[1].content[1].data == msgs[1].content[1].data
         assert open_ledger().messages("s", version=1) == msgs
 
+    def test_text_that_looks_like_a_blob_reference(self, open_ledger: OpenLedger) -> None:
+        msgs = [
+            Msg.user("look: \x00blob:not-hex", id="a"),
+            Msg.user("x \x00blob:" + "a" * 32 + '"', id="b"),
+            Msg.user("\\u0000blob:" + "b" * 32, id="c"),
+        ]
+        open_ledger().save("s", msgs)
+        assert open_ledger().messages("s") == msgs
+
     # -- seed 004: persistence decided by content and position, never by object identity ---
     def test_sync_survives_recycled_objects(self, open_ledger: OpenLedger) -> None:
         ledger = open_ledger()
