@@ -15,12 +15,15 @@ Third-party backends subclass ``Store`` and pass ``agentledger.testing.run_confo
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from agentledger.errors import SessionBusyError, VersionNotFoundError
 
@@ -251,23 +254,60 @@ class Store(ABC):
                             return hits
         return hits
 
+    #: Where file-backed stores keep lease files, so the lease also holds across processes.
+    lease_dir: Path | None = None
+
     @contextmanager
     def lease(self, key: SessionKey, *, wait: float = 0.0) -> Iterator[None]:
         """Hold the session's run lease: at most one run per session at a time.
 
-        This default is per process (shared by every store opened on the same ``location``);
-        the Postgres backend holds it across hosts. Raises ``SessionBusyError`` if it cannot
-        be taken within ``wait`` seconds.
+        This default holds a lock per process (shared by every store on the same ``location``)
+        and, when ``lease_dir`` is set, an exclusive ``flock`` on a lease file, which the OS
+        releases if the holder dies; the Postgres backend uses an advisory lock instead.
+        Raises ``SessionBusyError`` if the lease cannot be taken within ``wait`` seconds.
         """
+        deadline = time.monotonic() + wait
         lock = _process_lock(self.location, key)
-        if not lock.acquire(timeout=wait) if wait > 0 else not lock.acquire(blocking=False):
-            raise SessionBusyError(
-                f"session {key.session!r} (tenant {key.tenant!r}) is already running"
-            )
+        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
+            raise _busy(key)
+        try:
+            if self.lease_dir is None:
+                yield
+                return
+            with _file_lease(self.lease_dir, key, deadline):
+                yield
+        finally:
+            lock.release()
+
+
+def _busy(key: SessionKey) -> SessionBusyError:
+    return SessionBusyError(f"session {key.session!r} (tenant {key.tenant!r}) is already running")
+
+
+@contextmanager
+def _file_lease(directory: Path, key: SessionKey, deadline: float) -> Iterator[None]:
+    import fcntl
+
+    from agentledger.store.ids import path_component
+
+    folder = directory / path_component(key.tenant)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / f"{path_component(key.session)}.lease", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise _busy(key) from None
+                time.sleep(0.01)
         try:
             yield
         finally:
-            lock.release()
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def check_version(version: int | None, oldest: int, latest: int) -> None:

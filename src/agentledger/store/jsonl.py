@@ -113,6 +113,7 @@ class JsonlStore(Store):
     ) -> None:
         self.root = Path(root)
         self.location = str(self.root.resolve())
+        self.lease_dir = self.root / ".leases"  # "." never appears in an encoded tenant
         self.cache_bytes = cache_bytes
         self.compaction_ratio = compaction_ratio
         #: The most recent tail without a commit record found while reading a log, if any.
