@@ -1,27 +1,18 @@
 """``sqlite:///file.db``: the embedded default backend, on the standard library's ``sqlite3``.
 
 Every save is one ``BEGIN IMMEDIATE`` transaction that writes only the rows the plan names:
-closing a replaced row is an update of one small column, and an append touches the tail of
-the table plus one leaf of each live index, so the cost follows the change, never the session
-(the schema is described in ``sqlite_schema``).
-
-Connections: the database runs in WAL mode with ``synchronous=NORMAL``. A process holds one
-writer connection per database file, shared by every ``SqliteStore`` on that file and used under
-a lock; reads go through a small pool of reader connections, so they never wait for a writer.
-A writer that finds the file locked by another process does not sleep in SQLite's busy handler
-(writers queued there convoy): it waits at most ``BUSY_TIMEOUT_MS`` per attempt and retries with
-jittered exponential backoff until ``WRITE_DEADLINE`` has passed. The file is only ever touched
-through SQLite.
+closing a replaced row updates one small column, an append adds rows at the tail of the table
+and one entry to the live index, and full-text indexing is batched, so the cost follows the
+change, never the session. The schema, the migrations and the connection handling (WAL, one
+shared writer per process, jittered retry instead of a busy handler) are in ``sqlite_schema``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import random
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -44,16 +35,19 @@ from agentledger.store.base import (
     check_version,
 )
 from agentledger.store.media import blob_refs
-from agentledger.store.sqlite_schema import migrate
+from agentledger.store.sqlite_schema import (
+    Database,
+    acquire,
+    begin_immediate,
+    flush_fts,
+    migrate,
+    release,
+)
 
-__all__ = ["BUSY_TIMEOUT_MS", "WRITE_DEADLINE", "SqliteStore"]
+__all__ = ["FTS_BATCH", "SqliteStore"]
 
-#: How long one attempt to take the write lock may wait inside SQLite.
-BUSY_TIMEOUT_MS = 50
-#: How long a write keeps retrying a locked database before it gives up with ``StoreError``.
-WRITE_DEADLINE = 10.0
-_MAX_BACKOFF = 0.1
-_IDLE_READERS = 8
+#: Queued full-text changes applied in one go (see ``sqlite_schema``); search applies the rest.
+FTS_BATCH = 128
 _CHUNK = 500  # bound on '?' parameters per statement
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -71,142 +65,6 @@ def _micros(at: datetime) -> int:
 
 def _datetime(micros: int) -> datetime:
     return _EPOCH + micros * _US
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-def _begin_immediate(conn: sqlite3.Connection) -> None:
-    """Take the write lock, retrying briefly with jitter while another process holds it."""
-    deadline = time.monotonic() + WRITE_DEADLINE
-    delay = 0.001
-    while True:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
-                raise
-            if time.monotonic() + delay > deadline:
-                raise StoreError(
-                    f"the database stayed locked by another writer for {WRITE_DEADLINE:g} s"
-                ) from exc
-        time.sleep(delay * random.uniform(0.5, 1.5))
-        delay = min(delay * 2, _MAX_BACKOFF)
-
-
-class _Database:
-    """The connections this process holds on one database file (shared, reference-counted)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.pid = os.getpid()
-        self.refs = 0
-        self.write_lock = threading.Lock()  # guards the writer and its transactions
-        self.ready = False  # schema checked by this process
-        self._writer: sqlite3.Connection | None = None
-        self._pool_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
-        self._closed = False
-
-    def _connect(self, busy_ms: int) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.path, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA cache_size = -16384")  # 16 MiB: a long session's pages stay hot
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def writer(self) -> sqlite3.Connection:
-        """The process's writer connection; call with ``write_lock`` held."""
-        if self._writer is None:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            conn = self._connect(BUSY_TIMEOUT_MS)
-            try:
-                self._set_wal(conn)
-                conn.execute("PRAGMA journal_size_limit = 67108864")
-            except BaseException:
-                conn.close()
-                raise
-            self._writer = conn
-        return self._writer
-
-    @staticmethod
-    def _set_wal(conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + WRITE_DEADLINE
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() > deadline:
-                    raise
-            time.sleep(random.uniform(0.001, 0.02))
-
-    def take_reader(self) -> sqlite3.Connection:
-        with self._pool_lock:
-            if self._closed:
-                raise StoreError(f"store {self.path} is closed")
-            if self._idle:
-                return self._idle.pop()
-        return self._connect(5000)  # readers wait only for WAL recovery, never for writers
-
-    def give_back(self, conn: sqlite3.Connection) -> None:
-        with self._pool_lock:
-            if not self._closed and len(self._idle) < _IDLE_READERS:
-                self._idle.append(conn)
-                return
-        conn.close()
-
-    def close(self) -> None:
-        with self._pool_lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-        with self.write_lock:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
-
-
-_registry_lock = threading.Lock()
-_registry: dict[str, _Database] = {}
-# Entries inherited through fork(): a child must neither use nor close its parent's connections.
-_inherited: list[_Database] = []
-
-
-def _acquire(path: str) -> _Database:
-    with _registry_lock:
-        db = _registry.get(path)
-        if db is not None and db.pid != os.getpid():
-            _inherited.append(db)
-            db = None
-        if db is None:
-            db = _registry[path] = _Database(path)
-        db.refs += 1
-        return db
-
-
-def _release(db: _Database) -> None:
-    with _registry_lock:
-        if db.pid != os.getpid():
-            return
-        db.refs -= 1
-        if db.refs > 0:
-            return
-        if _registry.get(db.path) is db:
-            del _registry[db.path]
-    db.close()
 
 
 def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -229,6 +87,20 @@ def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
+def _rows_live_at(table: str, columns: str) -> str:
+    """Rows of ``table`` live at a past version; parameters ``(sid, v, sid, v, v)``.
+
+    Two halves, one per partial index: live rows created by then, and closed rows that closed
+    after it.
+    """
+    return (
+        f"SELECT {columns} FROM {table} "
+        "WHERE sid = ? AND version_to IS NULL AND version_from <= ? "
+        f"UNION ALL SELECT {columns} FROM {table} "
+        "WHERE sid = ? AND version_to IS NOT NULL AND version_to > ? AND version_from <= ?"
+    )
+
+
 def _fts_query(query: str) -> str:
     """A MATCH expression that finds every word of ``query`` as a word prefix.
 
@@ -249,24 +121,26 @@ class SqliteStore(Store):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).resolve()
         self.location = str(self.path)
+        # Run leases are flock'ed files beside the database (never the database file itself).
+        self.lease_dir = self.path.with_name(self.path.name + ".leases")
         self._db_guard = threading.Lock()
-        self._database: _Database | None = None
+        self._database: Database | None = None
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.location!r})"
 
     # -- connections ---------------------------------------------------------------------
-    def _db(self) -> _Database:
+    def _db(self) -> Database:
         with self._db_guard:
             if self._database is not None and self._database.pid != os.getpid():
                 self._database = None  # inherited through fork(): never reuse those connections
             if self._database is None:
-                self._database = _acquire(self.location)
+                self._database = acquire(self.location)
             db = self._database
         if not db.ready:
             with db.write_lock:
                 if not db.ready:
-                    migrate(db.writer(), _begin_immediate)
+                    migrate(db.writer(), begin_immediate)
                     db.ready = True
         return db
 
@@ -275,7 +149,7 @@ class SqliteStore(Store):
         db = self._db()
         with db.write_lock:
             conn = db.writer()
-            _begin_immediate(conn)
+            begin_immediate(conn)
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -307,15 +181,13 @@ class SqliteStore(Store):
 
     @_translated
     def setup(self) -> None:
-        db = self._db()
-        with db.write_lock:
-            migrate(db.writer(), _begin_immediate)
+        self._db()  # migrates once per process and file
 
     def close(self) -> None:
         with self._db_guard:
             db, self._database = self._database, None
         if db is not None:
-            _release(db)
+            release(db)
 
     # -- reading -------------------------------------------------------------------------
     @_translated
@@ -368,7 +240,7 @@ class SqliteStore(Store):
 
     @_translated
     def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
-        columns = "list, position, msg_id, digest, text, body"
+        columns = "list, position, msg_id, digest, body"
         with self._read(snapshot=True) as conn:
             found = self._session(conn, key)
             if found is None:
@@ -388,22 +260,13 @@ class SqliteStore(Store):
                 ).fetchall()
             else:
                 at = version
-                rows = conn.execute(
-                    f"SELECT {columns} FROM messages "
-                    "WHERE sid = ? AND version_to IS NULL AND version_from <= ? "
-                    f"UNION ALL SELECT {columns} FROM messages "
-                    "WHERE sid = ? AND version_to IS NOT NULL AND version_to > ? "
-                    "AND version_from <= ?",
-                    (sid, at, sid, at, at),
-                ).fetchall()
+                params = (sid, at, sid, at, at)
+                rows = conn.execute(_rows_live_at("messages", columns), params).fetchall()
                 rows.sort(key=lambda r: (r[0], r[1]))
-                values = conn.execute(
-                    "SELECT name, raw FROM session_values WHERE sid = ? AND version_from <= ? "
-                    "AND (version_to IS NULL OR version_to > ?)",
-                    (sid, at, at),
-                ).fetchall()
+                value_rows = _rows_live_at("session_values", "name, raw")
+                values = conn.execute(value_rows, params).fetchall()
         lists: dict[str, list[StoredMsg]] = {}
-        for name, position, msg_id, digest, text, body in rows:
+        for name, position, msg_id, digest, body in rows:
             items = lists.setdefault(name, [])
             if position != len(items):
                 raise self._gap(key, name, len(items), position)
@@ -413,7 +276,7 @@ class SqliteStore(Store):
                     "body or digest is not a blob",
                     location=f"{self.location} {key.tenant}/{key.session}/{name}/{position}",
                 )
-            items.append(StoredMsg(msg_id, digest, body, text or ""))
+            items.append(StoredMsg(msg_id, digest, body))
         return StoredState(at, lists, dict(values))
 
     @_translated
@@ -470,6 +333,7 @@ class SqliteStore(Store):
         match = _fts_query(query)
         if not match or limit <= 0:
             return []
+        self._flush_fts()
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT s.session, m.list, m.position, m.msg_id, "
@@ -535,14 +399,14 @@ class SqliteStore(Store):
                 "truncated, values_changed) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (sid, version, at, plan.appended, plan.replaced, plan.truncated, len(plan.values)),
             )
-            sets, params = ["version = ?", "updated_at = ?"], [version, at]
-            if plan.title is not None:
-                sets.append("title = ?")
-                params.append(plan.title or None)
-            if plan.message_count is not None:
-                sets.append("message_count = ?")
-                params.append(plan.message_count)
-            conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE sid = ?", (*params, sid))
+            conn.execute(
+                "UPDATE sessions SET version = ?, updated_at = ?, "
+                "title = CASE WHEN ? THEN ? ELSE title END, "
+                "message_count = coalesce(?, message_count) WHERE sid = ?",
+                (version, at, plan.title is not None, plan.title or None, plan.message_count, sid),
+            )
+            if conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FTS_BATCH:
+                flush_fts(conn)
 
     @staticmethod
     def _write_list(
@@ -637,14 +501,22 @@ class SqliteStore(Store):
             (tenant,),
         )
 
+    def _flush_fts(self) -> None:
+        with self._read() as conn:
+            pending = conn.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone()
+        if pending:
+            with self._write() as conn:
+                flush_fts(conn)
+
     # -- diagnostics ---------------------------------------------------------------------
     @_translated
     def check_integrity(self) -> list[str]:
         """Problems SQLite and FTS5 find in the file (empty when it is sound). Reads only."""
         with self._read() as conn:
             problems = [r[0] for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
-        # The FTS5 check is spelled as an INSERT, so it runs on the writer (it changes nothing).
+        # The FTS5 check is spelled as an INSERT, so it runs on the writer.
         with self._write() as conn:
+            flush_fts(conn)
             try:
                 conn.execute(
                     "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"
