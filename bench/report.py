@@ -1,0 +1,548 @@
+"""Turn the collected results into the markdown report and the plot.
+
+Ratios are a system's figure divided by agentledger's on the same workload in the same run: the
+reference is agentledger on SQLite for systems that persist to disk and agentledger on
+``memory://`` for systems that keep the conversation in memory. Above 1 means agentledger is
+cheaper by that factor.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.systems import SYSTEMS, get
+
+__all__ = ["plot", "ratio_table", "render", "targets"]
+
+Results = dict[str, dict[int, dict[str, Any]]]
+IN_MEMORY = {"agentledger-memory", "pydantic-ai"}
+CLEAR_AND_READD = {
+    "openai-agents": "clear_session + add_items",
+    "hermes": "replace_messages",
+    "adk": "delete + re-append",
+    "json-file": "whole-file rewrite",
+    "langgraph": "whole-checkpoint rewrite",
+}
+KIB = 1024
+
+
+# -- formatting ---------------------------------------------------------------------------
+def ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    value = seconds * 1e3
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    if value >= 1:
+        return f"{value:.2f} ms"
+    return f"{value:.3f} ms"
+
+
+def secs(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds:,.2f} s"
+
+
+def size(n: float | None) -> str:
+    if n is None:
+        return "—"
+    n = float(n)
+    if abs(n) >= 10 * 2**20:
+        return f"{n / 2**20:,.0f} MiB"
+    if abs(n) >= 2**20:
+        return f"{n / 2**20:.1f} MiB"
+    if abs(n) >= 10 * KIB:
+        return f"{n / KIB:,.0f} KiB"
+    if abs(n) >= KIB:
+        return f"{n / KIB:.1f} KiB"
+    return f"{n:,.0f} B"
+
+
+def times(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if x >= 100:
+        return f"{x:,.0f}x"
+    if x >= 10:
+        return f"{x:.0f}x"
+    return f"{x:.1f}x"
+
+
+def _ok(flag: bool | None) -> str:
+    return "—" if flag is None else ("correct" if flag else "**wrong**")
+
+
+def _label(name: str) -> str:
+    return get(name).label
+
+
+# -- access -------------------------------------------------------------------------------
+def _res(results: Results, name: str, n: int) -> dict[str, Any] | None:
+    return results.get(name, {}).get(n)
+
+
+def _scen(results: Results, name: str, n: int, scenario: str) -> dict[str, Any] | None:
+    res = _res(results, name, n)
+    return None if res is None else res["scenarios"].get(scenario)
+
+
+def _missing(results: Results, name: str, n: int, scenario: str) -> str:
+    """Why a scenario has no figure: the run's status, or 'timeout' for a killed run."""
+    res = _res(results, name, n)
+    if res is None:
+        return "not run"
+    status = res["status"]
+    if status == "ok" and scenario == "noop":
+        return "n/a"
+    return {"ok": "—", "error": "error"}.get(status, status)
+
+
+def _get(results: Results, name: str, n: int, scenario: str, key: str) -> Any:
+    rec = _scen(results, name, n, scenario)
+    return None if rec is None else rec.get(key)
+
+
+def _reference(name: str) -> str:
+    return "agentledger-memory" if name in IN_MEMORY else "agentledger-sqlite"
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+# -- tables -------------------------------------------------------------------------------
+def ratio_table(results: Results, n: int) -> str:
+    """The headline: each system at ``n`` messages, with ratios against agentledger."""
+    head = (
+        "| system | append a turn | x | middle edit | x | edit writes | edit reloaded | no-op save "
+        "| no-op writes | reload | x | ids + edit after reload |\n"
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n"
+    )
+    rows = []
+    for spec in SYSTEMS:
+        if spec.name not in results:
+            continue
+        name, ref = spec.name, _reference(spec.name)
+        is_ref = name.startswith("agentledger")
+
+        def cell(scenario: str, key: str, fmt: Any, name: str = name) -> str:
+            value = _get(results, name, n, scenario, key)
+            return fmt(value) if value is not None else _missing(results, name, n, scenario)
+
+        def x(
+            scenario: str, key: str, name: str = name, ref: str = ref, is_ref: bool = is_ref
+        ) -> str:
+            if is_ref:
+                return ""
+            return times(
+                _ratio(_get(results, name, n, scenario, key), _get(results, ref, n, scenario, key))
+            )
+
+        reload = _scen(results, name, n, "reload")
+        intact = (
+            "—"
+            if reload is None
+            else (
+                "yes" if reload["ids_ok"] and reload["edit_ok"] and reload["count_ok"] else "**no**"
+            )
+        )
+        append_note = ""
+        grow = _scen(results, name, n, "grow")
+        if grow is not None and not grow["complete"]:
+            append_note = " ¹"
+        rows.append(
+            f"| {spec.label} | {cell('grow', 'append_seconds_mean', ms)}{append_note} "
+            f"| {x('grow', 'append_seconds_mean')} | {cell('edit', 'seconds', ms)} "
+            f"| {x('edit', 'seconds')} | {cell('edit', 'write_bytes', size)} "
+            f"| {cell('edit', 'edit_ok', _ok)} | {cell('noop', 'seconds', ms)} "
+            f"| {cell('noop', 'write_bytes', size)} | {cell('reload', 'seconds', ms)} "
+            f"| {x('reload', 'seconds')} | {intact} |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+def detail_table(results: Results, n: int) -> str:
+    head = (
+        "| system | status | grow: total | append: mean | append: writes/save | edit | "
+        "edit writes | no-op | no-op writes | reload | store size | peak RSS |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    rows = []
+    for spec in SYSTEMS:
+        res = _res(results, spec.name, n)
+        if res is None:
+            continue
+        name = spec.name
+        grow = _scen(results, name, n, "grow") or {}
+        status = res["status"] + (f": {res['why']}" if res.get("why") else "")
+        if grow and not grow["complete"]:
+            total = f"> {secs(grow['seconds_partial'])} ({grow['turns_done']:,} turns) ¹"
+        else:
+            total = secs(grow.get("seconds_total")) if grow else _missing(results, name, n, "grow")
+
+        def cell(scenario: str, key: str, fmt: Any, name: str = name) -> str:
+            value = _get(results, name, n, scenario, key)
+            return fmt(value) if value is not None else _missing(results, name, n, scenario)
+
+        rss = [rec.get("peak_rss") for rec in res["scenarios"].values() if rec.get("peak_rss")]
+        store = _get(results, name, n, "reload", "store_bytes") or grow.get("store_bytes")
+        edit_writes = cell("edit", "write_bytes", size)
+        wal = _get(results, name, n, "edit", "server_wal_bytes")
+        if wal is not None:
+            edit_writes += f" (server WAL {size(wal)})"
+        rows.append(
+            f"| {spec.label} | {status} | {total} | {cell('grow', 'append_seconds_mean', ms)} "
+            f"| {cell('grow', 'append_write_bytes_mean', size)} | {cell('edit', 'seconds', ms)} "
+            f"| {edit_writes} | {cell('noop', 'seconds', ms)} "
+            f"| {cell('noop', 'write_bytes', size)} | {cell('reload', 'seconds', ms)} "
+            f"| {size(store) if store is not None else '—'} | {size(max(rss)) if rss else '—'} |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+# -- targets ------------------------------------------------------------------------------
+def targets(results: Results, n: int) -> list[tuple[str, str, str]]:
+    """(target, what was measured, verdict) for each target of the issue, at ``n`` messages."""
+    out: list[tuple[str, str, str]] = []
+    al = "agentledger-sqlite"
+
+    def g(name: str, scenario: str, key: str) -> Any:
+        return _get(results, name, n, scenario, key)
+
+    def verdict(ok: bool | None) -> str:
+        return "not measured" if ok is None else ("met" if ok else "**missed**")
+
+    mine = g(al, "grow", "append_seconds_mean")
+    lg = g("langgraph", "grow", "append_seconds_mean")
+    r = _ratio(lg, mine)
+    out.append(
+        (
+            "append a turn ≥ 50x cheaper than LangGraph's SQLite checkpointer",
+            f"agentledger sqlite {ms(mine)} vs LangGraph {ms(lg)}: {times(r)}",
+            verdict(None if r is None else r >= 50),
+        )
+    )
+    oa = g("openai-agents", "grow", "append_seconds_mean")
+    r = _ratio(mine, oa)
+    out.append(
+        (
+            "append a turn ≤ 1.5x the time of OpenAI Agents SQLiteSession.add_items",
+            f"agentledger sqlite {ms(mine)} vs add_items {ms(oa)}: {times(r)} its time",
+            verdict(None if r is None else r <= 1.5),
+        )
+    )
+
+    edit = g(al, "edit", "seconds")
+    ratios = []
+    for name, how in CLEAR_AND_READD.items():
+        r = _ratio(g(name, "edit", "seconds"), edit)
+        if r is not None:
+            ratios.append((r, f"{_label(name)} ({how}) {times(r)}"))
+    out.append(
+        (
+            "middle edit ≥ 100x cheaper than clear-and-re-add or whole-blob rewrite",
+            f"agentledger sqlite {ms(edit)}; " + ("; ".join(t for _, t in ratios) or "no peer ran"),
+            verdict(None if not ratios else min(r for r, _ in ratios) >= 100),
+        )
+    )
+    jb, jm = (
+        g("agentledger-jsonl", "edit", "write_bytes"),
+        g("agentledger-jsonl", "edit", "edited_message_bytes"),
+    )
+    limit = None if jm is None else 2 * jm + 8 * KIB
+    out.append(
+        (
+            "edit writes ≤ 2 x the edited message + 8 KiB on JSONL",
+            f"{size(jb)} written; limit {size(limit)} (message {size(jm)})",
+            verdict(None if jb is None or limit is None else jb <= limit),
+        )
+    )
+    sb = g(al, "edit", "write_bytes")
+    out.append(
+        (
+            "edit writes ≤ 64 KiB on SQLite",
+            f"{size(sb)} written (pages dirtied, WAL included)",
+            verdict(None if sb is None else sb <= 64 * KIB),
+        )
+    )
+    pb = g("agentledger-postgres", "edit", "server_wal_bytes")
+    out.append(
+        (
+            "edit writes ≤ 64 KiB on Postgres",
+            f"{size(pb)} of server WAL"
+            if pb is not None
+            else _missing(results, "agentledger-postgres", n, "edit"),
+            verdict(None if pb is None else pb <= 64 * KIB),
+        )
+    )
+    for name in ("agentledger-jsonl", al):
+        wb, delta = g(name, "noop", "write_bytes"), g(name, "noop", "store_bytes_delta")
+        out.append(
+            (
+                f"no-op save of a reloaded list writes 0 bytes ({_label(name)})",
+                f"{size(wb)} written, store size change {size(delta)}"
+                if wb is not None
+                else _missing(results, name, n, "noop"),
+                verdict(None if wb is None else wb == 0 and not delta),
+            )
+        )
+    mine_reload = g(al, "reload", "seconds")
+    keepers = []
+    for spec in SYSTEMS:
+        if spec.name.startswith("agentledger"):
+            continue
+        rec = _scen(results, spec.name, n, "reload")
+        if rec and rec["ids_ok"] and rec["edit_ok"] and rec["count_ok"]:
+            keepers.append((rec["seconds"], spec.label))
+    if keepers:
+        best, who = min(keepers)
+        r = _ratio(best, mine_reload)
+        out.append(
+            (
+                "reload with ids and edits intact ≥ 2x faster than the fastest peer keeping them",
+                f"agentledger sqlite {ms(mine_reload)} vs {who} {ms(best)}: {times(r)}",
+                verdict(None if r is None else r >= 2),
+            )
+        )
+    else:
+        out.append(
+            (
+                "reload ≥ 2x faster than the fastest peer keeping ids and edits",
+                "no peer kept them",
+                "not measured",
+            )
+        )
+    total = g(al, "grow", "seconds_total")
+    out.append(
+        (
+            f"the whole {n // 4:,}-turn grow under 3 s on SQLite",
+            f"{secs(total)}" if total is not None else _missing(results, al, n, "grow"),
+            verdict(None if total is None else total < 3),
+        )
+    )
+    return out
+
+
+def targets_table(rows: list[tuple[str, str, str]]) -> str:
+    out = "| target | measured | verdict |\n|---|---|---|\n"
+    return out + "\n".join(f"| {t} | {m} | {v} |" for t, m, v in rows) + "\n"
+
+
+def micro_table(micro: dict[str, Any]) -> str:
+    lines = [
+        "| per message (µs) | agentledger | stdlib json | orjson | x json | x orjson |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    rows = [
+        ("encode", "encode_us", "agentledger.encode", "json.dumps", "orjson.dumps"),
+        (
+            "decode (one call per message)",
+            "decode_us",
+            "agentledger.decode",
+            "json.loads",
+            "orjson.loads",
+        ),
+        (
+            "decode (batch, as loads do)",
+            "decode_us",
+            "agentledger decode_list (batch)",
+            "json.loads",
+            "orjson.loads",
+        ),
+        ("digest", "digest_us", "msg.digest", "blake2b(json.dumps)", "blake2b(orjson.dumps)"),
+    ]
+    for label, group, mine, js, oj in rows:
+        d = micro[group]
+        a, b, c = d.get(mine), d.get(js), d.get(oj)
+        lines.append(
+            f"| {label} | {a:.2f} | {b:.2f} | {'—' if c is None else f'{c:.2f}'} "
+            f"| {times(_ratio(b, a))} | {times(_ratio(c, a))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# -- plot ---------------------------------------------------------------------------------
+def plot(results: Results, out_png: Path, python: str | None) -> str:
+    """Draw the log-log plot with ``python`` (one that has matplotlib); say what happened."""
+    series: dict[str, list[list[float]]] = {}
+    for spec in SYSTEMS:
+        points = []
+        for n, res in sorted(results.get(spec.name, {}).items()):
+            grow = res["scenarios"].get("grow")
+            if grow and grow.get("append_seconds_mean"):
+                points.append([n, grow["append_seconds_mean"]])
+        if points:
+            series[spec.label] = points
+    if python is None:
+        return "no plot: no interpreter with matplotlib (install the peers: --install-peers)"
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(
+            {
+                "series": series,
+                "out": str(out_png),
+                "title": "Persisting one appended turn vs session length",
+            },
+            fh,
+        )
+    proc = subprocess.run(
+        [python, "-m", "bench.plot", fh.name],
+        cwd=Path(__file__).parent.parent,
+        capture_output=True,
+        text=True,
+    )
+    Path(fh.name).unlink(missing_ok=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return f"no plot: matplotlib failed ({last})"
+    return ""
+
+
+# -- the document -------------------------------------------------------------------------
+def _api_table(results: Results) -> str:
+    lines = [
+        "| system | grow (after each turn) | edit | no-op | reload | durability as shipped |",
+        "|---|---|---|---|---|---|",
+    ]
+    for spec in SYSTEMS:
+        setup = None
+        for res in results.get(spec.name, {}).values():
+            setup = res["scenarios"].get("setup") or setup
+        if setup is None:
+            continue
+        api = setup["api"]
+        lines.append(
+            f"| {spec.label} | {api.get('grow', '')} | {api.get('edit', '')} "
+            f"| {api.get('noop', '')} | {api.get('reload', '')} "
+            f"| {setup.get('durability', '')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _versions_table(results: Results, main: dict[str, str]) -> str:
+    lines = ["| system | versions |", "|---|---|"]
+    lines.append(
+        "| (benchmark interpreter) | " + ", ".join(f"{k} {v}" for k, v in main.items()) + " |"
+    )
+    for spec in SYSTEMS:
+        res_by_size = results.get(spec.name, {})
+        versions = None
+        for res in res_by_size.values():
+            setup = res["scenarios"].get("setup")
+            versions = setup["versions"] if setup else versions
+        if versions is None:
+            first = next(iter(res_by_size.values()), None)
+            why = f"{first['status']}: {first.get('why', '')}" if first else "not run"
+            lines.append(f"| {spec.label} | {why} |")
+        else:
+            lines.append(
+                f"| {spec.label} | " + ", ".join(f"{k} {v}" for k, v in versions.items()) + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None) -> str:
+    sizes = meta["sizes"]
+    n = max(sizes)
+    m = meta["machine"]
+    parts = [
+        "# Benchmarks\n",
+        f"Generated by `{meta['command']}` on {meta['date']} ({meta['mode']} mode, "
+        f"{meta['wall_seconds']:.0f} s). Every system ran the same deterministic workload "
+        f"(seed {meta['seed']}) in this one invocation, each in its own process. "
+        "Regenerate with the same command; `python -m bench --quick` is the two-minute version.\n",
+    ]
+    if meta.get("note"):
+        parts.append(f"\n> {meta['note']}\n")
+    parts += [
+        f"\n## At {n:,} messages: ratios against agentledger\n",
+        "x = the system's time ÷ agentledger's for the same operation (agentledger on SQLite for "
+        "systems that persist to disk, on `memory://` for those that keep the conversation in "
+        "memory); above 1, agentledger is that many times cheaper. *Append a turn* is the mean "
+        "time of the last 10% of the per-turn saves of the grow. *Writes* are bytes the process "
+        "dirtied in the page cache (`/proc/self/io` `write_bytes`, 4 KiB pages, SQLite's WAL "
+        "included). *No-op* is persisting a reloaded, unchanged list.\n\n",
+        ratio_table(results, n),
+        "\n¹ The grow ran out of its time budget; the append cost was measured on a store "
+        "seeded in one bulk write up to the last turns, then appended turn by turn.\n",
+        f"\n## Targets (issue 6), at {n:,} messages\n\n",
+        targets_table(targets(results, n)),
+    ]
+    if n != 12000:
+        parts.append(
+            "\nThe targets are defined at 12,000 messages; this run's largest size is "
+            f"{n:,}, so the verdicts above are for that size.\n"
+        )
+    if meta.get("plot"):
+        parts.append(f"\n## Save time vs session length\n\n![{meta['plot_alt']}]({meta['plot']})\n")
+    elif meta.get("plot_note"):
+        parts.append(f"\n## Save time vs session length\n\n{meta['plot_note']}\n")
+    parts.append("\n## Every size\n")
+    for size_ in sizes:
+        parts += [
+            f"\n### {size_:,} messages ({size_ // 4:,} turns)\n\n",
+            detail_table(results, size_),
+        ]
+    parts.append(
+        "\n*append: writes/save* is the mean `write_bytes` of the same saves as *append: mean*. "
+        "*Store size* is the system's files on disk after the reload (database, WAL and "
+        "journal files). Peak RSS is the largest of the scenarios' own peaks.\n"
+    )
+    if micro:
+        parts += [
+            f"\n## Micro-benchmarks ({micro['messages']:,} workload messages, mean "
+            f"{micro['mean_message_bytes']:,.0f} bytes encoded, best of {micro['reps']})\n\n",
+            "Fresh messages (no digest cached) for agentledger; equal dicts for `json` and "
+            "`orjson`, serialized the same canonical way (sorted keys, compact). agentledger "
+            "decodes to typed, immutable `Msg` objects; `json`/`orjson` to plain dicts.\n\n",
+            micro_table(micro),
+            f"\n- diff planning over {micro['messages']:,} cached digests "
+            f"(`planner.diff_list`, unchanged list): {micro['diff_list_ms']:.2f} ms\n",
+            "- no-op save of an unchanged list through a `Ledger` that holds the session: "
+            + ", ".join(
+                f"{k} {v:.2f} ms" if isinstance(v, float) else f"{k} {v}"
+                for k, v in micro["noop_save_ms"].items()
+            )
+            + "\n",
+        ]
+    parts += [
+        "\n## What each system does per scenario\n\n",
+        "A: grow turn by turn (4 messages a turn), persisting after each turn the way the "
+        "system's users do. B: replace the middle turn's tool result with a 200-character "
+        "preview, persist with the system's most natural edit API, reload in a fresh object and "
+        "check. C: reload into a fresh object and persist without changes. D: reload into a "
+        "fresh object; check every id and the edit.\n\n",
+        _api_table(results),
+        "\n## Machine and versions\n\n",
+        f"- CPU: {m['cpu']}, {m['cores']} cores; memory {m['memory']}; kernel {m['kernel']}\n",
+        f"- stores written to {m['filesystem']}\n",
+        f"- agentledger at commit {m['commit']}\n",
+        f"- load average at start {m['load_average'][0]:.2f}, at end "
+        f"{meta['load_end'][0]:.2f} (the machine is shared: absolute times carry that noise; "
+        "ratios within one run less so)\n\n",
+        _versions_table(results, meta["main_versions"]),
+        "\n## Measurement notes\n\n",
+        "- Time: `time.perf_counter()` around the one call (or the few calls) that persist; "
+        "converting the workload to each system's message type happens before timing.\n",
+        "- `write_bytes` counts page-cache pages dirtied by the process (so a 300-byte append "
+        "to a file counts at least one 4 KiB page); `wchar` (bytes passed to `write()`), "
+        "agentledger's own `SaveReport.bytes_written` and store-size deltas are in the raw "
+        "results (`bench/out/results.json`). PostgreSQL writes happen in the server: for it "
+        "the server's WAL growth (`pg_current_wal_insert_lsn`) is reported.\n",
+        "- Peak RSS is `VmHWM`, reset before each scenario (`/proc/self/clear_refs`).\n",
+        "- Each system ran with the durability it ships with (column above); agentledger's "
+        "SQLite uses `synchronous=NORMAL` in WAL mode, which is durable against process crashes "
+        "but may lose the last commits on power loss, while SQLiteSession, LangGraph's saver "
+        "and hermes keep SQLite's default `FULL` (an fsync per commit). On this machine's "
+        "virtual disk an fsync is cheap, so the difference is small here.\n",
+        f"- Time budgets: {meta['timeout']:.0f} s per system and size; a grow that passes "
+        f"{meta['budget']:.0f} s stops and its append cost is measured on a bulk-seeded store "
+        "(¹). A system that timed out is not run at larger sizes.\n",
+    ]
+    return "".join(parts)

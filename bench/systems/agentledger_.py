@@ -1,0 +1,191 @@
+"""agentledger on memory://, jsonl://, sqlite:// and postgresql://.
+
+Every scenario is one call of the public API: ``Ledger.save(session, live_list)`` after each
+turn (the diff planner appends the new turn), ``save`` again after replacing the edited message
+in the list (it writes that row), ``save`` of a reloaded list (a no-op), and
+``Ledger.messages(session)`` to reload. The workload is ``sample_conversation`` as ``Msg``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+from bench import workload
+from bench.systems.base import System
+
+SESSION = "bench"
+PG_ENV = "AGENTLEDGER_BENCH_POSTGRES"
+PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+class Unavailable(Exception):
+    """The backend cannot run here (not built yet, or no server); the message says why."""
+
+
+class AgentLedger(System):
+    api = {
+        "grow": "Ledger.save(session, live) after each turn (the planner appends the turn)",
+        "edit": "live[i] = msg.replace(...); Ledger.save(session, live) (writes that row)",
+        "noop": "Ledger.save(session, reloaded) on a fresh Ledger (plans no write)",
+        "reload": "Ledger(url).messages(session) on a fresh Ledger",
+    }
+
+    def __init__(self, *, backend: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.backend = backend
+        self._memory_store: Any = None
+        self._memory_gen = -1
+        self._pg_schema: str | None = None
+        self._pg_conn: Any = None
+        self.name = f"agentledger-{backend}"
+        self.durability = {
+            "memory": "in process memory, nothing on disk",
+            "jsonl": "append-only log per session, fsync on every commit",
+            "sqlite": "WAL, synchronous=NORMAL (fsync at checkpoints, not per commit)",
+            "postgres": "server defaults (synchronous_commit=on: WAL flushed per commit)",
+        }[backend]
+        self._probe()
+
+    def _probe(self) -> None:
+        module = {"memory": "memory", "jsonl": "jsonl", "sqlite": "sqlite", "postgres": "postgres"}
+        try:
+            __import__(f"agentledger.store.{module[self.backend]}")
+        except ImportError as exc:
+            raise Unavailable(f"agentledger has no {self.backend} backend yet ({exc})") from None
+        if self.backend == "postgres":
+            import psycopg
+
+            try:
+                with psycopg.connect(self._pg_base(), connect_timeout=3) as conn:
+                    conn.execute("SELECT 1")
+            except Exception as exc:
+                raise Unavailable(f"no PostgreSQL at {self._pg_base()}: {exc}") from None
+
+    @staticmethod
+    def _pg_base() -> str:
+        return os.environ.get(PG_ENV) or PG_DEFAULT
+
+    def versions(self) -> dict[str, str]:
+        import msgspec
+
+        import agentledger
+
+        out = {"agentledger": agentledger.__version__, "msgspec": msgspec.__version__}
+        if self.backend == "sqlite":
+            import sqlite3
+
+            out["sqlite"] = sqlite3.sqlite_version
+        if self.backend == "postgres":
+            import psycopg
+
+            out["psycopg"] = psycopg.__version__
+            with psycopg.connect(self._pg_base()) as conn:
+                out["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]
+        return out
+
+    # -- storage ---------------------------------------------------------------------------
+    def url(self) -> str:
+        g = self.generation
+        if self.backend == "memory":
+            return "memory://"
+        if self.backend == "jsonl":
+            return f"jsonl:///{os.path.abspath(os.path.join(self.workdir, f'jsonl{g}'))}"
+        if self.backend == "sqlite":
+            return f"sqlite:///{os.path.abspath(os.path.join(self.workdir, f'state{g}.db'))}"
+        if self._pg_schema is None:
+            self._pg_schema = f"bench_{uuid.uuid4().hex[:12]}"
+        sep = "&" if "?" in self._pg_base() else "?"
+        return f"{self._pg_base()}{sep}schema={self._pg_schema}_{g}"
+
+    def storage_path(self) -> str | None:
+        if self.backend == "jsonl":
+            return os.path.join(self.workdir, f"jsonl{self.generation}")
+        if self.backend == "sqlite":
+            return self.workdir  # the db and its -wal file
+        return None
+
+    def storage_bytes(self) -> int | None:
+        if self.backend != "postgres":
+            return super().storage_bytes()
+        import psycopg
+
+        with psycopg.connect(self._pg_base()) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+                (f"{self._pg_schema}_{self.generation}",),
+            ).fetchone()
+        return int(row[0])
+
+    def counters(self) -> dict[str, int]:
+        """PostgreSQL writes in the server: report its WAL growth (one connection, kept)."""
+        if self.backend != "postgres":
+            return {}
+        if self._pg_conn is None:
+            import psycopg
+
+            self._pg_conn = psycopg.connect(self._pg_base(), autocommit=True)
+        sql = "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"
+        return {"server_wal_bytes": int(self._pg_conn.execute(sql).fetchone()[0])}
+
+    def open(self) -> Any:
+        from agentledger import Ledger
+
+        if self.backend == "memory":
+            if self._memory_gen != self.generation:
+                self._memory_store = Ledger("memory://").store
+                self._memory_gen = self.generation
+            return Ledger(self._memory_store)
+        return Ledger(self.url())
+
+    def close(self, handle: Any) -> None:
+        handle.close()
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        if self._pg_conn is not None:
+            self._pg_conn.close()
+        if self.backend == "postgres" and self._pg_schema:
+            import psycopg
+
+            with psycopg.connect(self._pg_base(), autocommit=True) as conn:
+                for g in range(self.generation + 1):
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{self._pg_schema}_{g}" CASCADE')
+
+    # -- workload --------------------------------------------------------------------------
+    def prepare(self) -> tuple[list[Any], list[str]]:
+        msgs = workload.load_msgs(self.workload_msgs, self.turns)
+        return msgs, [m.id for m in msgs]
+
+    def edited(self, item: Any) -> Any:
+        return workload.edited_msg(item)
+
+    def message_bytes(self, item: Any) -> int:
+        from agentledger import encode
+
+        return len(encode(item))
+
+    # -- scenarios -------------------------------------------------------------------------
+    def append_turn(self, handle: Any, live: list[Any], new: list[Any]) -> int:
+        return handle.save(SESSION, live).bytes_written
+
+    def bulk_seed(self, handle: Any, live: list[Any]) -> None:
+        handle.save(SESSION, live)
+
+    def edit(self, handle: Any, live: list[Any], position: int) -> int:
+        return handle.save(SESSION, live).bytes_written
+
+    def persist_unchanged(self, handle: Any, loaded: Any) -> int:
+        return handle.save(SESSION, loaded).bytes_written
+
+    def load(self, handle: Any) -> Any:
+        return handle.messages(SESSION)
+
+    def ids_of(self, loaded: Any) -> list[str]:
+        return [m.id for m in loaded]
+
+    def tool_text(self, loaded: Any, position: int) -> str:
+        return loaded[position].tool_results[0].output[0].text

@@ -1,0 +1,346 @@
+"""The scenarios, run the same way for every system; each system module supplies its natural API.
+
+A child process builds one ``System`` for one size and calls ``run_scenarios``, which prints one
+JSON line per scenario as soon as it is done (so a run killed by the time budget still reports
+what finished):
+
+A  grow: append the workload turn by turn, persisting after each turn as the system's users do.
+   If the grow budget runs out, the rest is reported as a timeout and the append cost at full
+   size is measured instead on a fresh store seeded in one bulk write (untimed) up to the last
+   turns, which are then appended one by one.
+B  edit: replace the middle tool result by a 200-character preview, persist it with the system's
+   most natural edit API, reload in a fresh object and check the edit (and every id).
+C  no-op: reload into a fresh object and persist the unchanged list.
+D  reload: load into a fresh object; check ids and the edit.
+
+Standard library only (peer systems run in their own virtual environment).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from typing import Any
+
+from bench.measure import Io, Op, dir_size, measure, peak_rss, reset_peak_rss
+from bench.workload import TURN, edit_position, load_dicts, preview
+
+__all__ = ["NotApplicable", "System", "emit", "run_scenarios"]
+
+
+class NotApplicable(Exception):
+    """The system has no API for this scenario; the message says why."""
+
+
+def emit(record: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+class System:
+    """One system under test. Subclasses implement the hooks below with the system's own API.
+
+    ``items`` are the workload messages in the system's own type (built before timing);
+    ``ids`` their ids; the hooks get a fresh handle from ``open`` for every scenario that asks
+    for a fresh object.
+    """
+
+    name = "?"
+    #: What each scenario calls, for the report.
+    api: dict[str, str] = {}
+    #: Durability settings as shipped (fsync behaviour), for the report.
+    durability = ""
+
+    def __init__(
+        self, *, workdir: str, turns: int, seed: int, workload: str, workload_msgs: str
+    ) -> None:
+        self.workdir = workdir
+        self.turns = turns
+        self.seed = seed
+        self.workload_path = workload  # OpenAI dicts (JSON)
+        self.workload_msgs = workload_msgs  # the same messages, canonical agentledger JSONL
+        os.makedirs(workdir, exist_ok=True)
+        self.generation = 0  # bumped by fresh_storage (the fallback grow uses a new store)
+
+    # -- hooks ---------------------------------------------------------------------------
+    def versions(self) -> dict[str, str]:
+        return {}
+
+    def prepare(self) -> tuple[list[Any], list[str]]:
+        """(native items, ids) for the whole workload; default: converts the OpenAI dicts."""
+        dicts = load_dicts(self.workload_path, self.turns)
+        return [self.convert(d) for d in dicts], [d["id"] for d in dicts]
+
+    def convert(self, message: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def edited(self, item: Any) -> Any:
+        """``item`` (a tool result) with its text replaced by ``preview`` of it."""
+        raise NotImplementedError
+
+    def open(self) -> Any:
+        """A fresh object on the current storage."""
+        raise NotImplementedError
+
+    def close(self, handle: Any) -> None:
+        pass
+
+    def fresh_storage(self) -> None:
+        """Point ``open`` at new, empty storage."""
+        self.generation += 1
+
+    def append_turn(self, handle: Any, live: list[Any], new: list[Any]) -> int | None:
+        """Persist after ``new`` (one turn) was appended to ``live``; may return logical bytes."""
+        raise NotImplementedError
+
+    def bulk_seed(self, handle: Any, live: list[Any]) -> None:
+        """Write ``live`` in one go (untimed; used only when the grow ran out of budget)."""
+        raise NotImplementedError
+
+    def edit(self, handle: Any, live: list[Any], position: int) -> int | None:
+        """Persist ``live`` whose item at ``position`` was replaced (same id)."""
+        raise NotImplementedError
+
+    def persist_unchanged(self, handle: Any, loaded: Any) -> int | None:
+        """Persist a reloaded, unchanged list (raise ``NotApplicable`` if there is no such call)."""
+        raise NotImplementedError
+
+    def load(self, handle: Any) -> Any:
+        raise NotImplementedError
+
+    def ids_of(self, loaded: Any) -> list[str]:
+        raise NotImplementedError
+
+    def tool_text(self, loaded: Any, position: int) -> str:
+        raise NotImplementedError
+
+    def storage_bytes(self) -> int | None:
+        """Size of the system's own store, or None if it keeps nothing on disk."""
+        path = self.storage_path()
+        return dir_size(path) if path else None
+
+    def storage_path(self) -> str | None:
+        return None
+
+    def counters(self) -> dict[str, int]:
+        """Extra byte counters outside this process (a database server's WAL), read around ops."""
+        return {}
+
+    def message_bytes(self, item: Any) -> int:
+        """Serialized size of one item as this system stores it (for the edit-bytes target)."""
+        return len(json.dumps(item, default=str))
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _measure(system: System, fn: Any) -> tuple[Op, dict[str, int]]:
+    """``measure(fn)`` plus the deltas of the system's own counters."""
+    before = system.counters()
+    op = measure(fn)
+    after = system.counters() if before else {}
+    return op, {k: after[k] - v for k, v in before.items()}
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _last_tenth(values: list[Any]) -> list[Any]:
+    return values[-max(1, len(values) // 10) :]
+
+
+class _Appends:
+    """Per-save samples of one run of appends."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self.write_bytes: list[int] = []
+        self.wchar: list[int] = []
+        self.logical: list[int] = []
+        self.server: list[int] = []
+
+    def run(
+        self,
+        system: System,
+        handle: Any,
+        items: list[Any],
+        live: list[Any],
+        turns: range,
+        deadline: float = float("inf"),
+    ) -> bool:
+        """Append ``turns`` one by one; False if the deadline passed before the last one."""
+        for t in turns:
+            new = items[TURN * t : TURN * (t + 1)]
+            live.extend(new)
+            op, extra = _measure(system, lambda: system.append_turn(handle, live, new))  # noqa: B023
+            self.seconds.append(op.seconds)
+            self.write_bytes.append(op.io.write_bytes)
+            self.wchar.append(op.io.wchar)
+            if op.value is not None:
+                self.logical.append(op.value)
+            if "server_wal_bytes" in extra:
+                self.server.append(extra["server_wal_bytes"])
+            if time.perf_counter() > deadline and t < turns[-1]:
+                return False
+        return True
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "seconds_total": sum(self.seconds),
+            "write_bytes_total": sum(self.write_bytes),
+            "wchar_total": sum(self.wchar),
+            "logical_bytes_total": sum(self.logical) if self.logical else None,
+            "server_wal_bytes_total": sum(self.server) if self.server else None,
+        }
+
+    def tail(self, whole: bool) -> dict[str, Any]:
+        """Means over the last 10% of the saves (``whole``: over all of them)."""
+        pick = (lambda v: v) if whole else _last_tenth
+        seconds = pick(self.seconds)
+        return {
+            "append_seconds_mean": _mean(seconds),
+            "append_seconds_median": statistics.median(seconds),
+            "append_write_bytes_mean": _mean(pick(self.write_bytes)),
+            "append_wchar_mean": _mean(pick(self.wchar)),
+            "append_logical_bytes_mean": _mean(pick(self.logical)),
+            "append_server_wal_bytes_mean": _mean(pick(self.server)),
+            "append_samples": len(seconds),
+        }
+
+
+def _grow(
+    system: System, items: list[Any], budget: float, tail_cap: int
+) -> tuple[dict[str, Any], list[Any], Any]:
+    """Scenario A. Returns its record, the live list and the (still open) writing handle."""
+    turns = system.turns
+    reset_peak_rss()
+    handle = system.open()
+    live: list[Any] = []
+    grow = _Appends()
+    complete = grow.run(system, handle, items, live, range(turns), time.perf_counter() + budget)
+    out: dict[str, Any] = {"scenario": "grow", "complete": complete}
+    out["turns_done"] = len(grow.seconds)
+    if complete:
+        out.update(grow.totals())
+        out.update(grow.tail(whole=False))
+        out["append_from"] = "last 10% of the grow"
+    else:
+        # Out of budget: measure the append cost at full size on a store seeded in bulk.
+        out["seconds_partial"] = sum(grow.seconds)
+        system.close(handle)
+        system.fresh_storage()
+        handle = system.open()
+        k = max(1, min(tail_cap, turns // 10))
+        live = list(items[: TURN * (turns - k)])
+        system.bulk_seed(handle, live)
+        tail = _Appends()
+        tail.run(system, handle, items, live, range(turns - k, turns))
+        out.update(tail.tail(whole=True))
+        out["append_from"] = f"bulk seed of {turns - k} turns, then {k} appends"
+    out["store_bytes"] = system.storage_bytes()
+    out["peak_rss"] = peak_rss()
+    return out, live, handle
+
+
+def _check(system: System, loaded: Any, ids: list[str], position: int, text: str) -> dict[str, Any]:
+    got_ids = system.ids_of(loaded)
+    return {
+        "count_ok": len(got_ids) == len(ids),
+        "ids_ok": got_ids == ids,
+        "edit_ok": system.tool_text(loaded, position) == text,
+    }
+
+
+def _io_fields(io: Io) -> dict[str, int]:
+    return {"write_bytes": io.write_bytes, "wchar": io.wchar}
+
+
+def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
+    """Run A-D on ``system`` and print one JSON line per scenario."""
+    started = time.perf_counter()
+    items, ids = system.prepare()
+    position = edit_position(system.turns)
+    emit(
+        {
+            "scenario": "setup",
+            "messages": len(items),
+            "prepare_seconds": time.perf_counter() - started,
+            "versions": system.versions(),
+            "api": system.api,
+            "durability": system.durability,
+        }
+    )
+    grow, live, handle = _grow(system, items, budget, tail_cap)
+    emit(grow)
+
+    # B: edit the middle tool result with the handle that grew the session (as a live agent
+    # would), then reload in a fresh object and check.
+    reset_peak_rss()
+    new_text = preview(system.tool_text(live, position))
+    live = list(live)
+    live[position] = system.edited(live[position])
+    size_before = system.storage_bytes()
+    op, extra = _measure(system, lambda: system.edit(handle, live, position))
+    size_after = system.storage_bytes()
+    system.close(handle)
+    handle = system.open()
+    loaded = system.load(handle)
+    system.close(handle)
+    emit(
+        {
+            "scenario": "edit",
+            "seconds": op.seconds,
+            **_io_fields(op.io),
+            "logical_bytes": op.value,
+            **extra,
+            "store_bytes_delta": None if size_before is None else size_after - size_before,
+            "edited_message_bytes": system.message_bytes(live[position]),
+            "peak_rss": peak_rss(),
+            **_check(system, loaded, ids, position, new_text),
+        }
+    )
+
+    # C: reload into a fresh object, persist without changes.
+    reset_peak_rss()
+    handle = system.open()
+    loaded = system.load(handle)
+    size_before = system.storage_bytes()
+    try:
+        op, extra = _measure(system, lambda: system.persist_unchanged(handle, loaded))
+    except NotApplicable as why:
+        emit({"scenario": "noop", "applicable": False, "why": str(why)})
+    else:
+        size_after = system.storage_bytes()
+        emit(
+            {
+                "scenario": "noop",
+                "applicable": True,
+                "seconds": op.seconds,
+                **_io_fields(op.io),
+                "logical_bytes": op.value,
+                **extra,
+                "store_bytes_delta": None if size_before is None else size_after - size_before,
+                "peak_rss": peak_rss(),
+            }
+        )
+    system.close(handle)
+
+    # D: reload into a fresh object.
+    reset_peak_rss()
+    handle = system.open()
+    op = measure(lambda: system.load(handle))
+    emit(
+        {
+            "scenario": "reload",
+            "seconds": op.seconds,
+            "peak_rss": peak_rss(),
+            "store_bytes": system.storage_bytes(),
+            **_check(system, op.value, ids, position, new_text),
+        }
+    )
+    system.close(handle)
