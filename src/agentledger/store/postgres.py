@@ -1,0 +1,563 @@
+"""``postgresql://``: the scale-out backend, one ledger shared by many workers on many hosts.
+
+psycopg 3 with a connection pool. A commit is one transaction that first moves the session row
+from ``base_version`` to the new version (``UPDATE ... WHERE version = base``; the row lock makes
+concurrent committers queue, and the loser sees the new version and gets ``ConflictError``), then
+closes the replaced and truncated live rows and inserts the new ones, all pipelined, so a save
+costs two round trips and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
+out of line, so closing a row never copies the message.
+
+The run lease is a session-level advisory lock held on one dedicated connection per store: it
+is exclusive across every worker on every host, and it dies with its connection, so a crashed
+or killed holder frees it. Search uses a GIN index over ``to_tsvector('simple', text)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from agentledger._optional import require
+from agentledger.errors import ConflictError, CorruptStoreError, SessionBusyError, StoreError
+from agentledger.errors import UserError as _UserError
+from agentledger.messages import digest_of
+from agentledger.store import postgres_schema as ddl
+from agentledger.store.base import (
+    CommitPlan,
+    Head,
+    SearchHit,
+    SessionInfo,
+    SessionKey,
+    Store,
+    StoredMsg,
+    StoredState,
+    VersionInfo,
+    _process_lock,
+    check_version,
+    snippet_around,
+)
+from agentledger.store.media import blob_refs
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_DIGEST = 16  # bytes per blob digest in ``messages.blobs``
+
+
+def _lock_id(*parts: str) -> int:
+    """A signed 64-bit advisory lock key for ``parts`` (collisions: about 2**-64)."""
+    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _text(value: str) -> str:
+    """PostgreSQL ``text`` cannot hold NUL; the exact message is in ``body`` anyway."""
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def _split_url(url: str) -> tuple[str, str | None]:
+    """``url`` without our ``?schema=`` parameter (libpq would refuse it), and that schema."""
+    if "://" not in url:
+        return url, None  # a "key=value" conninfo string
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    if schema is None:
+        return url, None
+    rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
+    return urlunsplit(parts._replace(query=rest)), schema
+
+
+def _public(info: dict[str, Any], schema: str) -> str:
+    """Where the data lives, for messages and lease keys: no password, no options."""
+    user = f"{info['user']}@" if info.get("user") else ""
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{user}{info.get('host', '')}{port}/{info.get('dbname', '')}#{schema}"
+
+
+class PostgresStore(Store):
+    """Sessions in PostgreSQL, shared by every process that opens the same database and schema.
+
+    ``url`` is a libpq URL; ``?schema=name`` in it (or ``schema=``) picks the schema, default
+    ``agentledger``. ``pool_min``/``pool_max`` size the connection pool; ``timeout`` is how long
+    an operation waits for a pooled connection before failing with ``StoreError``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        timeout: float = 30.0,
+        application_name: str = "agentledger",
+    ) -> None:
+        self._pg = require("psycopg", "postgres")
+        pool_module = require("psycopg_pool", "postgres")
+        conninfo, url_schema = _split_url(url)
+        self.schema = schema or url_schema or "agentledger"
+        if not _SCHEMA_NAME.fullmatch(self.schema):
+            raise _UserError(f"schema name must match [a-z_][a-z0-9_]{{0,62}}, got {self.schema!r}")
+        try:
+            info = self._pg.conninfo.conninfo_to_dict(conninfo)
+        except self._pg.ProgrammingError as exc:
+            raise _UserError(f"not a PostgreSQL URL or conninfo string: {exc}") from None
+        self.location = _public(info, self.schema)
+        self._conninfo = conninfo
+        self._kwargs: dict[str, Any] = {"autocommit": True}
+        if "application_name" not in info:
+            self._kwargs["application_name"] = application_name
+        self._timeout = timeout
+        self._q = ddl.Queries(self.schema)
+        self._ready = False
+        self._lease_conn: psycopg.Connection[Any] | None = None
+        self._lease_guard = threading.Lock()
+        self._pool_timeout = pool_module.PoolTimeout
+        self._pool = pool_module.ConnectionPool(
+            conninfo,
+            kwargs=self._kwargs,
+            min_size=pool_min,
+            max_size=max(pool_max, pool_min, 1),
+            timeout=timeout,
+            open=False,
+            name=f"agentledger:{self.schema}",
+        )
+        self._pool.open(wait=False)
+
+    # -- plumbing ------------------------------------------------------------------------
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Turn driver and pool failures into ``StoreError`` naming what failed and where."""
+        try:
+            yield
+        except self._pool_timeout as exc:
+            raise StoreError(
+                f"no PostgreSQL connection for {what} within {self._timeout:g} s "
+                f"({self.location}): {exc}"
+            ) from exc
+        except self._pg.Error as exc:
+            raise StoreError(f"PostgreSQL failed during {what} ({self.location}): {exc}") from exc
+
+    def _read(self, what: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run a read; one retry on a fresh connection if a pooled one turned out dead."""
+        with self._errors(what):
+            for attempt in (1, 2):
+                conn = None
+                try:
+                    with self._pool.connection() as conn:
+                        return fn(conn)
+                except self._pool_timeout:
+                    raise
+                except self._pg.OperationalError:
+                    if attempt == 2 or conn is None or not conn.broken:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def setup(self) -> None:
+        """Apply pending migrations (``postgres_schema.MIGRATIONS``); cheap once up to date."""
+        if self._ready:
+            return
+        with self._errors("setup"), self._pool.connection() as conn:
+            if self._applied(conn) < ddl.MIGRATIONS[-1][0]:
+                self._migrate(conn)
+        self._ready = True
+
+    def _applied(self, conn: psycopg.Connection[Any]) -> int:
+        table = f'"{self.schema}".schema_migrations'
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [table]).fetchone()
+        if not row or not row[0]:
+            return 0
+        row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {table}").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        schema = f'"{self.schema}"'
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_id("migrate", self.schema)])
+            row = conn.execute("SELECT to_regnamespace(%s) IS NULL", [schema]).fetchone()
+            if row and row[0]:
+                conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (version integer "
+                "PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur = conn.execute(f"SELECT version FROM {schema}.schema_migrations")
+            done = {r[0] for r in cur.fetchall()}
+            for version, name, sql in ddl.MIGRATIONS:
+                if version not in done:
+                    conn.execute(ddl.render(sql, self.schema))
+                    conn.execute(
+                        f"INSERT INTO {schema}.schema_migrations (version, name) VALUES (%s, %s)",
+                        [version, name],
+                    )
+
+    def close(self) -> None:
+        self._pool.close()
+        with self._lease_guard:
+            if self._lease_conn is not None:
+                self._lease_conn.close()  # releases every lease it held
+                self._lease_conn = None
+
+    # -- reading -------------------------------------------------------------------------
+    def read_version(self, key: SessionKey) -> int:
+        def run(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(self._q.version, (key.tenant, key.session)).fetchone()
+            return int(row[0]) if row else 0
+
+        return self._read("read_version", run)
+
+    def read_head(self, key: SessionKey) -> Head | None:
+        args = (key.tenant, key.session)
+
+        def run(conn: psycopg.Connection[Any]) -> Head | None:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                session = conn.execute(self._q.session, args)
+                digests = conn.cursor(binary=True).execute(self._q.live_digests, args)
+                values = conn.cursor(binary=True).execute(self._q.live_values, args)
+                conn.execute("COMMIT")
+            row = session.fetchone()
+            if row is None:
+                return None
+            lists: dict[str, list[bytes]] = {}
+            for name, digest in digests.fetchall():
+                lists.setdefault(name, []).append(digest)
+            return Head(row[1], lists, {n: digest_of(raw) for n, raw in values.fetchall()})
+
+        return self._read("read_head", run)
+
+    def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
+        key_args = (key.tenant, key.session)
+
+        def run(conn: psycopg.Connection[Any]) -> StoredState | None:
+            with conn.pipeline() as pipe:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                found = conn.execute(self._q.session, key_args)
+                pipe.sync()
+                row = found.fetchone()
+                try:
+                    if row is None:
+                        return None
+                    sid, latest, oldest = row
+                    check_version(version, oldest, latest)
+                    at = latest if version is None else version
+                    cur = conn.cursor
+                    if at == latest:
+                        rows = cur(binary=True).execute(self._q.live_rows, [sid])
+                        values = cur(binary=True).execute(self._q.live_values, key_args)
+                    else:
+                        at_args = {"sid": sid, "v": at}
+                        rows = cur(binary=True).execute(self._q.rows_at, at_args)
+                        values = cur(binary=True).execute(self._q.values_at, at_args)
+                finally:
+                    conn.execute("COMMIT")
+            return StoredState(at, self._lists(key, rows.fetchall()), dict(values.fetchall()))
+
+        return self._read("load", run)
+
+    def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, list[StoredMsg]]:
+        lists: dict[str, list[StoredMsg]] = {}
+        for name, position, msg_id, digest, body, text in rows:
+            live = lists.setdefault(name, [])
+            if position != len(live):
+                raise CorruptStoreError(
+                    f"session {key.session!r} list {name!r} has no row at position {len(live)}",
+                    location=f"{self.location} {key.tenant}/{key.session}/{name}",
+                )
+            live.append(StoredMsg(msg_id, digest, body, text))
+        return lists
+
+    def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        if not digests:
+            return {}
+
+        def run(conn: psycopg.Connection[Any]) -> dict[bytes, bytes]:
+            cur = conn.cursor(binary=True).execute(self._q.media, (key.tenant, list(digests)))
+            return dict(cur.fetchall())
+
+        return self._read("read_media", run)
+
+    def history(self, key: SessionKey) -> list[VersionInfo]:
+        def run(conn: psycopg.Connection[Any]) -> list[VersionInfo]:
+            cur = conn.execute(self._q.history, (key.tenant, key.session))
+            return [VersionInfo(*row) for row in cur.fetchall()]
+
+        return self._read("history", run)
+
+    def list_sessions(
+        self, tenant: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        def run(conn: psycopg.Connection[Any]) -> list[SessionInfo]:
+            cur = conn.execute(self._q.list_sessions, (tenant, limit, offset))
+            return [SessionInfo(*row) for row in cur.fetchall()]
+
+        return self._read("list_sessions", run)
+
+    def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
+        """Live messages whose text has every word of ``query`` as a word prefix, any case.
+
+        The query is split into words by the ``simple`` text-search parser, so punctuation and
+        operators in it are plain text. Hits come in ``list_sessions`` order, then by list and
+        position, as in the generic scan. Only the first 100,000 characters of a message are
+        indexed.
+        """
+        words = [w for w in query.lower().split() if w]
+        if not words or limit <= 0:
+            return []
+
+        def run(conn: psycopg.Connection[Any]) -> list[SearchHit]:
+            args = {"tenant": tenant, "query": _text(query), "limit": limit}
+            rows = conn.execute(self._q.search, args).fetchall()
+            return [
+                SearchHit(tenant, session, name, position, msg_id, snippet_around(text, words[0]))
+                for session, name, position, msg_id, text in rows
+            ]
+
+        return self._read("search", run)
+
+    # -- writing -------------------------------------------------------------------------
+    def commit(self, plan: CommitPlan) -> None:
+        lost: Exception | None = None
+        with self._errors("save"), self._pool.connection() as conn:
+            try:
+                self._commit(conn, plan)
+            except self._pg.OperationalError as exc:
+                if not conn.broken:
+                    conn.rollback()
+                    raise
+                lost = exc  # the pool drops the broken connection
+            except BaseException:
+                if not conn.broken:
+                    conn.rollback()
+                raise
+        if lost is None or self._committed(plan):
+            return  # (or the connection died after the server had committed)
+        raise StoreError(
+            f"the connection to PostgreSQL ({self.location}) was lost while saving session "
+            f"{plan.key.session!r} as version {plan.version}; the server rolls an unfinished "
+            f"transaction back, so the session is still at its previous version ({lost})"
+        ) from lost
+
+    def _committed(self, plan: CommitPlan) -> bool:
+        """Did ``plan`` commit? Asked on a fresh connection after the first one died."""
+        try:
+            with self._pool.connection() as conn:
+                args = (plan.key.tenant, plan.key.session, plan.version)
+                row = conn.execute(self._q.committed, args).fetchone()
+        except self._pg.Error:
+            return False
+        return row is not None and row[0] == plan.committed_at
+
+    def _commit(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> None:
+        key, q = plan.key, self._q
+        session = {
+            "tenant": key.tenant,
+            "session": key.session,
+            "version": plan.version,
+            "base": plan.base_version,
+            "at": plan.committed_at,
+            "title": None if plan.title is None else _text(plan.title),
+            "count": plan.message_count,
+        }
+        with conn.pipeline() as pipe:
+            conn.execute("BEGIN")
+            moved = conn.execute(q.create if plan.base_version == 0 else q.bump, session)
+            pipe.sync()
+            row = moved.fetchone()
+            if row is None:
+                found = conn.execute(q.version, (key.tenant, key.session)).fetchone()
+                actual = int(found[0]) if found else 0
+                raise ConflictError(
+                    f"session {key.session!r} is at version {actual}, "
+                    f"the save was planned at {plan.base_version}",
+                    expected=plan.base_version,
+                    actual=actual,
+                )
+            self._write(conn, row[0], plan)
+            conn.execute("COMMIT")
+
+    def _write(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
+        """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced)."""
+        q, v = self._q, plan.version
+        if plan.media:
+            conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._blob_lock(plan.key)])
+        rows: dict[str, list[Any]] = {k: [] for k in ("lists", "positions", "ids", "digests")}
+        rows.update(bodies=[], texts=[], refs=[])
+        for write in plan.lists:
+            where = {"version": v, "sid": sid, "list": write.name, "length": write.length}
+            where["positions"] = [p for p, _ in write.puts if p < write.length]
+            conn.execute(q.close_replaced, where)
+            conn.execute(q.close_truncated, where)
+            for position, msg in write.puts:
+                refs = blob_refs(msg.body)
+                rows["lists"].append(write.name)
+                rows["positions"].append(position)
+                rows["ids"].append(_text(msg.msg_id))
+                rows["digests"].append(msg.digest)
+                rows["bodies"].append(msg.body)
+                rows["texts"].append(_text(msg.text))
+                rows["refs"].append(b"".join(refs) if refs else None)
+        if rows["lists"]:
+            conn.execute(q.insert_rows, {"sid": sid, "version": v, **rows})
+        if plan.values:
+            names = list(plan.values)
+            conn.execute(q.close_values, {"version": v, "sid": sid, "names": names})
+            kept = [(n, raw) for n, raw in plan.values.items() if raw is not None]
+            if kept:
+                conn.execute(
+                    q.insert_values,
+                    {"sid": sid, "version": v, "names": [n for n, _ in kept],
+                     "raws": [raw for _, raw in kept]},
+                )  # fmt: skip
+        if plan.media:
+            digests = list(plan.media)
+            tenant = plan.key.tenant
+            conn.execute(
+                q.insert_blobs,
+                {"tenant": tenant, "digests": digests, "datas": list(plan.media.values())},
+            )
+            conn.execute(q.insert_refs, {"tenant": tenant, "sid": sid, "digests": digests})
+        conn.execute(
+            q.insert_version,
+            {"sid": sid, "version": v, "at": plan.committed_at, "appended": plan.appended,
+             "replaced": plan.replaced, "truncated": plan.truncated,
+             "values_changed": len(plan.values)},
+        )  # fmt: skip
+
+    def _blob_lock(self, key: SessionKey) -> int:
+        """Commits adding media hold it shared, blob collection exclusive (per tenant)."""
+        return _lock_id("blobs", self.schema, key.tenant)
+
+    def _collect(self, conn: psycopg.Connection[Any], key: SessionKey, digests: set[bytes]) -> None:
+        """Delete the blobs among ``digests`` that no session references any more."""
+        if digests:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._blob_lock(key)])
+            conn.execute(self._q.collect_blobs, (key.tenant, list(digests)))
+
+    def delete(self, key: SessionKey) -> bool:
+        with self._errors("delete"), self._pool.connection() as conn, conn.transaction():
+            row = conn.execute(self._q.delete_session, (key.tenant, key.session)).fetchone()
+            if row is None:
+                return False
+            sid = row[0]
+            for sql in self._q.delete_rows:
+                conn.execute(sql, [sid])
+            refs = conn.execute(self._q.delete_refs, [sid]).fetchall()
+            self._collect(conn, key, {r[0] for r in refs})
+            return True
+
+    def purge_history(self, key: SessionKey, keep_last: int) -> int:
+        with self._errors("purge_history"), self._pool.connection() as conn, conn.transaction():
+            args = (keep_last, key.tenant, key.session)
+            row = conn.execute(self._q.purge_start, args).fetchone()
+            if row is None:
+                return 0
+            at = {"sid": row[0], "oldest": row[1]}
+            found = conn.execute(self._q.purge_rows, at).fetchone()
+            removed_rows, dropped_refs = (found[0], found[1]) if found else (0, None)
+            found = conn.execute(self._q.purge_values, at).fetchone()
+            removed = removed_rows + (found[0] if found else 0)
+            conn.execute(self._q.purge_versions, at)
+            if dropped_refs:
+                gone = _split_refs(dropped_refs)
+                remaining = conn.execute(self._q.remaining_refs, [at["sid"]]).fetchall()
+                gone -= _split_refs(r[0] for r in remaining)
+                if gone:
+                    conn.execute(self._q.drop_refs, (at["sid"], key.tenant, list(gone)))
+                    self._collect(conn, key, gone)
+            return int(removed)
+
+    # -- the run lease -------------------------------------------------------------------
+    @contextmanager
+    def lease(self, key: SessionKey, *, wait: float = 0.0) -> Iterator[None]:
+        """Hold the session's run lease across every process on every host.
+
+        A session-level advisory lock on this store's lease connection; it is released on exit,
+        or by the server when the holder's connection ends (crash, SIGKILL, lost host).
+        Raises ``SessionBusyError`` if another run holds it for longer than ``wait`` seconds.
+        """
+        deadline = time.monotonic() + max(wait, 0.0)
+        local = _process_lock(self.location, key)  # advisory locks nest within one connection
+        if not (local.acquire(timeout=wait) if wait > 0 else local.acquire(blocking=False)):
+            raise self._busy(key)
+        try:
+            lock = _lock_id("lease", self.schema, key.tenant, key.session)
+            pause = 0.01
+            while not self._on_lease_conn("SELECT pg_try_advisory_lock(%s)", lock):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._busy(key)
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.25)
+            try:
+                yield
+            finally:
+                self._release(key, lock)
+        finally:
+            local.release()
+
+    @staticmethod
+    def _busy(key: SessionKey) -> SessionBusyError:
+        return SessionBusyError(
+            f"session {key.session!r} (tenant {key.tenant!r}) is busy: another run holds its lease"
+        )
+
+    def _on_lease_conn(self, sql: str, lock: int, *, connect: bool = True) -> bool:
+        with self._errors("lease"), self._lease_guard:
+            for attempt in (1, 2):
+                conn = self._lease_conn
+                if conn is None or conn.closed:
+                    if not connect:
+                        return False
+                    conn = self._lease_conn = self._pg.connect(
+                        self._conninfo, connect_timeout=max(1, int(self._timeout)), **self._kwargs
+                    )
+                    # a vanished host's leases end when the server notices (~10 + 3 * 5 s)
+                    conn.execute(
+                        "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
+                        "SET tcp_keepalives_count = 3"
+                    )
+                try:
+                    row = conn.execute(sql, [lock]).fetchone()
+                    return bool(row and row[0])
+                except self._pg.OperationalError:
+                    if attempt == 2 or not conn.broken:
+                        raise
+                    conn.close()  # every lease it held is already gone on the server side
+                    log.warning("the lease connection to %s was lost", self.location)
+        return False  # pragma: no cover
+
+    def _release(self, key: SessionKey, lock: int) -> None:
+        try:
+            held = self._on_lease_conn("SELECT pg_advisory_unlock(%s)", lock, connect=False)
+        except StoreError:
+            held = False  # the connection is gone, and the lock with it
+        if not held:
+            log.warning(
+                "the run lease of session %r (tenant %r) was lost while held (connection ended)",
+                key.session,
+                key.tenant,
+            )
+
+
+def _split_refs(values: Iterator[bytes | None] | Sequence[bytes | None]) -> set[bytes]:
+    """The set of digests in concatenated ``messages.blobs`` values."""
+    out: set[bytes] = set()
+    for value in values:
+        if value:
+            out.update(value[i : i + _DIGEST] for i in range(0, len(value), _DIGEST))
+    return out

@@ -1,0 +1,262 @@
+"""The PostgreSQL schema: an ordered list of migrations, and every statement the store runs.
+
+Migrations are applied by ``PostgresStore.setup()``.
+
+Each migration runs once per schema, in order, inside one transaction that also records it in
+``<schema>.schema_migrations``; a transaction-level advisory lock serializes workers that start
+at the same moment. Never edit a released migration: append a new one.
+
+Layout (``{schema}`` is the store's schema):
+
+- ``sessions``: one row per ``(tenant, session)`` with a surrogate ``sid`` that every other table
+  uses, so long tenant and session ids are stored once, not in every message row and index entry.
+- ``messages``: the non-destructive ledger. A row is live from ``version_from`` until
+  ``version_to`` (NULL while live). Bodies leave the row for TOAST (``toast_tuple_target``), so
+  closing a row rewrites a ~100-byte tuple, not the message.
+- ``session_values``, ``versions``: named values with the same live range, and one row per commit.
+- ``blobs``, ``blob_refs``: large media stored once per tenant, and which sessions reference it.
+- A GIN index over ``to_tsvector('simple', left(text, 100000))`` of live rows, for ``search``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "SEARCH_CONFIG", "SEARCH_DOCUMENT", "Queries", "render"]
+
+#: The text-search expression; queries must repeat it verbatim for the index to apply.
+SEARCH_CONFIG = "simple"
+SEARCH_DOCUMENT = "to_tsvector('simple'::regconfig, left(m.text, 100000))"
+
+_TABLES = """
+CREATE TABLE {schema}.sessions (
+    sid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant text COLLATE "C" NOT NULL,
+    session text COLLATE "C" NOT NULL,
+    version bigint NOT NULL,
+    oldest_version bigint NOT NULL DEFAULT 1,
+    title text,
+    message_count integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    UNIQUE (tenant, session)
+);
+CREATE INDEX sessions_recent ON {schema}.sessions (tenant, updated_at DESC, session DESC);
+
+CREATE TABLE {schema}.messages (
+    sid bigint NOT NULL,
+    list text COLLATE "C" NOT NULL,
+    position integer NOT NULL,
+    version_from bigint NOT NULL,
+    version_to bigint,
+    msg_id text NOT NULL,
+    digest bytea NOT NULL,
+    body bytea NOT NULL,
+    text text NOT NULL,
+    blobs bytea,  -- concatenated 16-byte digests of the media blobs the body references
+    PRIMARY KEY (sid, list, position, version_from)
+) WITH (toast_tuple_target = 256);
+CREATE UNIQUE INDEX messages_live ON {schema}.messages (sid, list, position)
+    WHERE version_to IS NULL;
+
+CREATE TABLE {schema}.session_values (
+    sid bigint NOT NULL,
+    name text COLLATE "C" NOT NULL,
+    version_from bigint NOT NULL,
+    version_to bigint,
+    raw bytea NOT NULL,
+    PRIMARY KEY (sid, name, version_from)
+);
+CREATE UNIQUE INDEX session_values_live ON {schema}.session_values (sid, name)
+    WHERE version_to IS NULL;
+
+CREATE TABLE {schema}.versions (
+    sid bigint NOT NULL,
+    version bigint NOT NULL,
+    committed_at timestamptz NOT NULL,
+    appended integer NOT NULL,
+    replaced integer NOT NULL,
+    truncated integer NOT NULL,
+    values_changed integer NOT NULL,
+    PRIMARY KEY (sid, version)
+);
+"""
+
+_BLOBS = """
+CREATE TABLE {schema}.blobs (
+    tenant text COLLATE "C" NOT NULL,
+    digest bytea NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (tenant, digest)
+);
+-- media is usually compressed already: keep it out of line and skip the compression attempt
+ALTER TABLE {schema}.blobs ALTER COLUMN data SET STORAGE EXTERNAL;
+
+CREATE TABLE {schema}.blob_refs (
+    tenant text COLLATE "C" NOT NULL,
+    digest bytea NOT NULL,
+    sid bigint NOT NULL,
+    PRIMARY KEY (tenant, digest, sid)
+);
+CREATE INDEX blob_refs_sid ON {schema}.blob_refs (sid);
+"""
+
+_SEARCH = f"""
+CREATE INDEX messages_search ON {{schema}}.messages
+    USING gin ({SEARCH_DOCUMENT.replace("m.text", "text")})
+    WHERE version_to IS NULL;
+"""
+
+#: ``(version, name, sql)``, applied in order. Append only.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "sessions, messages, values, versions", _TABLES),
+    (2, "media blobs", _BLOBS),
+    (3, "full-text search index", _SEARCH),
+]
+
+
+def render(sql: str, schema: str) -> str:
+    """``sql`` with ``{schema}`` replaced by the quoted schema name (already validated)."""
+    return sql.replace("{schema}", f'"{schema}"')
+
+
+class Queries:
+    """Every statement, rendered once for the store's schema."""
+
+    def __init__(self, schema: str) -> None:
+        s = f'"{schema}"'
+        self.version = f"SELECT version FROM {s}.sessions WHERE tenant = %s AND session = %s"
+        self.session = (
+            f"SELECT sid, version, oldest_version FROM {s}.sessions "
+            "WHERE tenant = %s AND session = %s"
+        )
+        sid = f"(SELECT sid FROM {s}.sessions WHERE tenant = %s AND session = %s)"
+        self.live_digests = (
+            f"SELECT list, digest FROM {s}.messages WHERE sid = {sid} AND version_to IS NULL "
+            "ORDER BY list, position"
+        )
+        self.live_values = (
+            f"SELECT name, raw FROM {s}.session_values WHERE sid = {sid} AND version_to IS NULL"
+        )
+        columns = "list, position, msg_id, digest, body, text"
+        self.live_rows = (
+            f"SELECT {columns} FROM {s}.messages WHERE sid = %s AND version_to IS NULL "
+            "ORDER BY list, position"
+        )
+        at = "version_from <= %(v)s AND (version_to IS NULL OR version_to > %(v)s)"
+        self.rows_at = (
+            f"SELECT {columns} FROM {s}.messages WHERE sid = %(sid)s AND {at} "
+            "ORDER BY list, position"
+        )
+        self.values_at = f"SELECT name, raw FROM {s}.session_values WHERE sid = %(sid)s AND {at}"
+        self.media = f"SELECT digest, data FROM {s}.blobs WHERE tenant = %s AND digest = ANY(%s)"
+        self.history = (
+            "SELECT v.version, v.committed_at, v.appended, v.replaced, v.truncated, "
+            f"v.values_changed FROM {s}.versions v JOIN {s}.sessions x ON x.sid = v.sid "
+            "WHERE x.tenant = %s AND x.session = %s AND v.version >= x.oldest_version "
+            "ORDER BY v.version"
+        )
+        self.list_sessions = (
+            "SELECT tenant, session, title, message_count, version, created_at, updated_at "
+            f"FROM {s}.sessions WHERE tenant = %s ORDER BY updated_at DESC, session DESC "
+            "LIMIT %s OFFSET %s"
+        )
+        self.create = (
+            f"INSERT INTO {s}.sessions (tenant, session, version, title, message_count, "
+            "created_at, updated_at) VALUES (%(tenant)s, %(session)s, 1, "
+            "NULLIF(%(title)s::text, ''), COALESCE(%(count)s::int, 0), %(at)s, %(at)s) "
+            "ON CONFLICT (tenant, session) DO NOTHING RETURNING sid"
+        )
+        self.bump = (
+            f"UPDATE {s}.sessions SET version = %(version)s, updated_at = %(at)s, "
+            "title = CASE WHEN %(title)s::text IS NULL THEN title "
+            "ELSE NULLIF(%(title)s::text, '') END, "
+            "message_count = COALESCE(%(count)s::int, message_count) "
+            "WHERE tenant = %(tenant)s AND session = %(session)s AND version = %(base)s "
+            "RETURNING sid"
+        )
+        # two statements, so that each is an index range on ``messages_live``
+        close = f"UPDATE {s}.messages SET version_to = %(version)s WHERE sid = %(sid)s "
+        close += "AND list = %(list)s AND version_to IS NULL AND position "
+        self.close_replaced = close + "= ANY(%(positions)s::int4[])"
+        self.close_truncated = close + ">= %(length)s"
+        self.insert_rows = (
+            f"INSERT INTO {s}.messages (sid, list, position, version_from, msg_id, digest, body, "
+            "text, blobs) SELECT %(sid)s, u.l, u.p, %(version)s, u.i, u.d, u.b, u.t, u.r "
+            "FROM unnest(%(lists)s::text[], %(positions)s::int4[], %(ids)s::text[], "
+            "%(digests)s::bytea[], %(bodies)s::bytea[], %(texts)s::text[], %(refs)s::bytea[]) "
+            "AS u(l, p, i, d, b, t, r)"
+        )
+        self.close_values = (
+            f"UPDATE {s}.session_values SET version_to = %(version)s WHERE sid = %(sid)s "
+            "AND version_to IS NULL AND name = ANY(%(names)s::text[])"
+        )
+        self.insert_values = (
+            f"INSERT INTO {s}.session_values (sid, name, version_from, raw) "
+            "SELECT %(sid)s, u.n, %(version)s, u.r "
+            "FROM unnest(%(names)s::text[], %(raws)s::bytea[]) AS u(n, r)"
+        )
+        self.insert_blobs = (
+            f"INSERT INTO {s}.blobs (tenant, digest, data) SELECT %(tenant)s, u.d, u.b "
+            "FROM unnest(%(digests)s::bytea[], %(datas)s::bytea[]) AS u(d, b) "
+            "ON CONFLICT DO NOTHING"
+        )
+        self.insert_refs = (
+            f"INSERT INTO {s}.blob_refs (tenant, digest, sid) SELECT %(tenant)s, d, %(sid)s "
+            "FROM unnest(%(digests)s::bytea[]) AS d ON CONFLICT DO NOTHING"
+        )
+        self.insert_version = (
+            f"INSERT INTO {s}.versions (sid, version, committed_at, appended, replaced, "
+            "truncated, values_changed) VALUES (%(sid)s, %(version)s, %(at)s, %(appended)s, "
+            "%(replaced)s, %(truncated)s, %(values_changed)s)"
+        )
+        self.committed = (
+            f"SELECT v.committed_at FROM {s}.versions v JOIN {s}.sessions x ON x.sid = v.sid "
+            "WHERE x.tenant = %s AND x.session = %s AND v.version = %s"
+        )
+        self.delete_session = (
+            f"DELETE FROM {s}.sessions WHERE tenant = %s AND session = %s RETURNING sid"
+        )
+        self.delete_rows = [
+            f"DELETE FROM {s}.messages WHERE sid = %s",
+            f"DELETE FROM {s}.session_values WHERE sid = %s",
+            f"DELETE FROM {s}.versions WHERE sid = %s",
+        ]
+        self.delete_refs = f"DELETE FROM {s}.blob_refs WHERE sid = %s RETURNING digest"
+        self.purge_start = (
+            f"UPDATE {s}.sessions SET oldest_version = "
+            "GREATEST(oldest_version, version - %s + 1) "
+            "WHERE tenant = %s AND session = %s RETURNING sid, oldest_version"
+        )
+        self.purge_rows = (
+            f"WITH d AS (DELETE FROM {s}.messages WHERE sid = %(sid)s "
+            "AND version_to <= %(oldest)s RETURNING blobs) "
+            "SELECT count(*), array_agg(blobs) FILTER (WHERE blobs IS NOT NULL) FROM d"
+        )
+        self.purge_values = (
+            f"WITH d AS (DELETE FROM {s}.session_values WHERE sid = %(sid)s "
+            "AND version_to <= %(oldest)s RETURNING 1) SELECT count(*) FROM d"
+        )
+        self.purge_versions = (
+            f"DELETE FROM {s}.versions WHERE sid = %(sid)s AND version < %(oldest)s"
+        )
+        self.remaining_refs = f"SELECT blobs FROM {s}.messages WHERE sid = %s AND blobs IS NOT NULL"
+        self.drop_refs = (
+            f"DELETE FROM {s}.blob_refs WHERE sid = %s AND tenant = %s AND digest = ANY(%s)"
+        )
+        self.collect_blobs = (
+            f"DELETE FROM {s}.blobs b WHERE b.tenant = %s AND b.digest = ANY(%s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {s}.blob_refs r WHERE r.tenant = b.tenant AND r.digest = b.digest)"
+        )
+        # every word of the query as a prefix, ANDed: 'w1':* & 'w2':* (quotes, backslashes
+        # doubled); an InitPlan, so the GIN index applies
+        prefixes = (
+            r"(SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') "
+            f"|| ''':*', ' & ')::tsquery FROM unnest(to_tsvector('{SEARCH_CONFIG}', "
+            "%(query)s)))"
+        )
+        self.search = (
+            "SELECT x.session, m.list, m.position, m.msg_id, m.text "
+            f"FROM {s}.messages m JOIN {s}.sessions x ON x.sid = m.sid "
+            f"WHERE x.tenant = %(tenant)s AND m.version_to IS NULL "
+            f"AND {SEARCH_DOCUMENT} @@ {prefixes} "
+            "ORDER BY x.updated_at DESC, x.session DESC, m.list, m.position LIMIT %(limit)s"
+        )
