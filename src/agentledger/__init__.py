@@ -17,6 +17,7 @@ from agentledger.errors import (
     SessionBusyError,
     SessionNotFoundError,
     StoreError,
+    StoreUnavailableError,
     UserError,
     VersionNotFoundError,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionState",
     "StoreError",
+    "StoreUnavailableError",
     "TextBlock",
     "ThinkingBlock",
     "Tool",

@@ -4,14 +4,15 @@
     ├── UserError                  misuse: the caller passed something we cannot accept
     │   ├── InvalidIdError         a session or tenant id that is empty, too long or not text
     │   └── MissingDependencyError an optional extra is not installed (message says what to install)
-    ├── CodecError                 bytes that are not a valid encoded message, or a value JSON cannot hold
-    ├── HistoryError               a message history breaks a provider's strict rules (carries findings)
+    ├── CodecError                 not a valid encoded message, or a value JSON cannot hold
+    ├── HistoryError               a history breaks a provider's strict rules (carries findings)
     ├── StoreError                 a store could not do what was asked; nothing committed was lost
     │   ├── ConflictError          another writer committed since the version the caller expected
-    │   ├── CorruptStoreError      stored data cannot be read (names the file/row); nothing is rewritten
+    │   ├── CorruptStoreError      stored data cannot be read (names file/row); nothing rewritten
     │   ├── SessionNotFoundError   no such session
     │   ├── VersionNotFoundError   the version never existed or its history was purged
-    │   └── SessionBusyError       another run holds the session's run lease
+    │   ├── SessionBusyError       another run holds the session's run lease
+    │   └── StoreUnavailableError  the database could not be reached or dropped the connection
     └── ModelError                 a model provider failed or answered with something unusable
 
 Misuse errors also subclass ``ValueError`` so that generic handlers keep working.
@@ -34,6 +35,7 @@ __all__ = [
     "SessionBusyError",
     "SessionNotFoundError",
     "StoreError",
+    "StoreUnavailableError",
     "UserError",
     "VersionNotFoundError",
 ]
@@ -101,6 +103,13 @@ class VersionNotFoundError(StoreError):
 
 class SessionBusyError(StoreError):
     """Another run holds this session's run lease."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store's server could not be reached, or the connection broke mid-operation.
+
+    A write that failed this way was rolled back; retrying later is safe.
+    """
 
 
 class ModelError(AgentLedgerError):

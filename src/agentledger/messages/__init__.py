@@ -29,16 +29,16 @@ from agentledger.messages.msg import ROLES, Msg, Role, Usage
 from agentledger.messages.values import EMPTY, Bytes, FrozenMap, freeze, thaw
 
 __all__ = [
+    "EMPTY",
+    "ROLES",
     "AudioBlock",
     "Block",
     "Bytes",
-    "EMPTY",
     "FileBlock",
     "FrozenMap",
     "ImageBlock",
     "MediaBlock",
     "Msg",
-    "ROLES",
     "Role",
     "TextBlock",
     "ThinkingBlock",

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 from agentledger.errors import SessionBusyError, VersionNotFoundError
+from agentledger.messages import Msg, decode
 
 __all__ = [
     "CommitPlan",
@@ -54,7 +55,9 @@ class StoredMsg:
     """One message as a backend keeps it.
 
     ``body`` is the storage encoding (the canonical JSON, with large media replaced by blob
-    references); ``digest`` is the message's content digest; ``text`` is its searchable text.
+    references); ``digest`` is the message's content digest; ``text`` is its searchable text,
+    given in every commit for backends that index it. Loads may leave ``text`` empty: the
+    ledger decodes ``body`` and never reads it.
     """
 
     msg_id: str
@@ -238,7 +241,7 @@ class Store(ABC):
                 continue
             for name, rows in state.lists.items():
                 for position, row in enumerate(rows):
-                    text = row.text.lower()
+                    text = stored_text(row).lower()
                     if all(w in text for w in words):
                         hits.append(
                             SearchHit(
@@ -247,7 +250,7 @@ class Store(ABC):
                                 name,
                                 position,
                                 row.msg_id,
-                                snippet_around(row.text, words[0]),
+                                snippet_around(stored_text(row), words[0]),
                             )
                         )
                         if len(hits) >= limit:
@@ -267,7 +270,7 @@ class Store(ABC):
         Raises ``SessionBusyError`` if the lease cannot be taken within ``wait`` seconds.
         """
         deadline = time.monotonic() + wait
-        lock = _process_lock(self.location, key)
+        lock = process_lock(self.location, key)
         if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
             raise _busy(key)
         try:
@@ -310,6 +313,17 @@ def _file_lease(directory: Path, key: SessionKey, deadline: float) -> Iterator[N
         os.close(fd)
 
 
+def searchable_text(msg: Msg) -> str:
+    """The text search indexes: text blocks and tool-result text."""
+    parts = [msg.text, *(r.text for r in msg.tool_results)]
+    return "\n".join(p for p in parts if p)
+
+
+def stored_text(row: StoredMsg) -> str:
+    """A row's searchable text, worked out from its body when the backend did not keep it."""
+    return row.text or searchable_text(decode(row.body))
+
+
 def check_version(version: int | None, oldest: int, latest: int) -> None:
     """Raise ``VersionNotFoundError`` unless ``oldest <= version <= latest``."""
     if version is not None and not oldest <= version <= latest:
@@ -330,7 +344,7 @@ _locks_guard = threading.Lock()
 _locks: dict[tuple[str, SessionKey], threading.Lock] = {}
 
 
-def _process_lock(location: str, key: SessionKey) -> threading.Lock:
+def process_lock(location: str, key: SessionKey) -> threading.Lock:
     with _locks_guard:
         lock = _locks.get((location, key))
         if lock is None:

@@ -43,6 +43,7 @@ from agentledger.store.base import (
     StoredState,
     VersionInfo,
     check_version,
+    searchable_text,
     snippet_around,
 )
 from agentledger.store.ids import path_component
@@ -578,8 +579,6 @@ class JsonlStore(Store):
 
 
 def _text_of(body: bytes) -> str:
-    from agentledger.store.ledger import searchable_text  # the ledger module imports stores
-
     try:
         return searchable_text(decode(body))
     except CodecError:

@@ -36,6 +36,7 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
+    searchable_text,
 )
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.planner import diff_list
@@ -46,13 +47,6 @@ __all__ = ["Ledger"]
 
 _RETRIES = 20
 _TITLE_LENGTH = 80
-
-
-def searchable_text(msg: Msg) -> str:
-    """Text that search indexes: text blocks, thinking, and tool-result text."""
-    parts = [msg.text]
-    parts.extend(r.text for r in msg.tool_results)
-    return "\n".join(p for p in parts if p)
 
 
 def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:

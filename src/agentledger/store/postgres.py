@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from agentledger._optional import require
-from agentledger.errors import ConflictError, CorruptStoreError, SessionBusyError, StoreError
+from agentledger.errors import (
+    ConflictError,
+    CorruptStoreError,
+    SessionBusyError,
+    StoreError,
+    StoreUnavailableError,
+)
 from agentledger.errors import UserError as _UserError
 from agentledger.messages import digest_of
 from agentledger.store import postgres_schema as ddl
@@ -39,8 +45,8 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
-    _process_lock,
     check_version,
+    process_lock,
     snippet_around,
 )
 from agentledger.store.media import blob_refs
@@ -145,9 +151,13 @@ class PostgresStore(Store):
         try:
             yield
         except self._pool_timeout as exc:
-            raise StoreError(
+            raise StoreUnavailableError(
                 f"no PostgreSQL connection for {what} within {self._timeout:g} s "
                 f"({self.location}): {exc}"
+            ) from exc
+        except self._pg.OperationalError as exc:  # connection refused, dropped, timed out
+            raise StoreUnavailableError(
+                f"PostgreSQL connection failed during {what} ({self.location}): {exc}"
             ) from exc
         except self._pg.Error as exc:
             raise StoreError(f"PostgreSQL failed during {what} ({self.location}): {exc}") from exc
@@ -271,14 +281,14 @@ class PostgresStore(Store):
 
     def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, list[StoredMsg]]:
         lists: dict[str, list[StoredMsg]] = {}
-        for name, position, msg_id, digest, body, text in rows:
+        for name, position, msg_id, digest, body in rows:
             live = lists.setdefault(name, [])
             if position != len(live):
                 raise CorruptStoreError(
                     f"session {key.session!r} list {name!r} has no row at position {len(live)}",
                     location=f"{self.location} {key.tenant}/{key.session}/{name}",
                 )
-            live.append(StoredMsg(msg_id, digest, body, text))
+            live.append(StoredMsg(msg_id, digest, body))
         return lists
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -491,7 +501,7 @@ class PostgresStore(Store):
         Raises ``SessionBusyError`` if another run holds it for longer than ``wait`` seconds.
         """
         deadline = time.monotonic() + max(wait, 0.0)
-        local = _process_lock(self.location, key)  # advisory locks nest within one connection
+        local = process_lock(self.location, key)  # advisory locks nest within one connection
         if not (local.acquire(timeout=wait) if wait > 0 else local.acquire(blocking=False)):
             raise self._busy(key)
         try:

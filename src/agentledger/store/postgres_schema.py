@@ -136,7 +136,7 @@ class Queries:
         self.live_values = (
             f"SELECT name, raw FROM {s}.session_values WHERE sid = {sid} AND version_to IS NULL"
         )
-        columns = "list, position, msg_id, digest, body, text"
+        columns = "list, position, msg_id, digest, body"  # text is for search, not for loads
         self.live_rows = (
             f"SELECT {columns} FROM {s}.messages WHERE sid = %s AND version_to IS NULL "
             "ORDER BY list, position"

@@ -33,9 +33,9 @@ from agentledger.wire.validate import (
 )
 
 __all__ = [
+    "NOT_EXECUTED",
     "Finding",
     "FindingKind",
-    "NOT_EXECUTED",
     "RepairChange",
     "RepairKind",
     "RepairReport",
