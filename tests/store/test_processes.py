@@ -127,3 +127,34 @@ def test_helpers_have_backends() -> None:
     """This module must never pass by testing nothing."""
     backends: Callable[[], list[str]] = _backends
     assert backends(), "no persistent backend found to test"
+
+
+def test_run_lease_holds_across_processes_and_dies_with_its_holder(url: str) -> None:
+    from agentledger.errors import SessionBusyError
+
+    code = (
+        "import sys, time\n"
+        "from agentledger.store import Ledger\n"
+        f"ledger = Ledger({url!r})\n"
+        "with ledger.lease('leased'):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with Ledger(url) as ledger:
+            with pytest.raises(SessionBusyError), ledger.lease("leased"):
+                pass
+            with ledger.lease("another-session"):
+                pass
+            holder.send_signal(signal.SIGKILL)
+            holder.wait(timeout=10)
+            with ledger.lease("leased", wait=5):  # the OS released the dead holder's lock
+                pass
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
