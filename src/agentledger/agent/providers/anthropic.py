@@ -15,6 +15,7 @@ same as for OpenAI; the cache counts are also reported on their own.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -24,7 +25,6 @@ from agentledger._optional import require
 from agentledger.agent.events import (
     ModelEvent,
     RedactedThinking,
-    ResponseBuilder,
     TextDelta,
     ThinkingDelta,
     ThinkingSignature,
@@ -35,6 +35,7 @@ from agentledger.agent.events import (
 )
 from agentledger.agent.model import ModelSettings, ToolSpec
 from agentledger.agent.providers import malformed, status_error
+from agentledger.agent.providers._base import ProviderModel
 from agentledger.errors import ModelError, UserError
 from agentledger.messages.msg import Msg, Usage
 from agentledger.wire.anthropic import to_anthropic
@@ -59,7 +60,7 @@ _STREAM_ERRORS = {
 }
 
 
-class AnthropicModel:
+class AnthropicModel(ProviderModel):
     """A Claude model: ``AnthropicModel("claude-sonnet-4-5", thinking_budget=2048)``.
 
     Without ``client``, an ``AsyncAnthropic`` client is made from ``base_url``/``api_key``,
@@ -69,6 +70,8 @@ class AnthropicModel:
     pass stays yours. ``max_tokens`` is required by the API; ``ModelSettings.max_tokens``
     overrides it per call. ``thinking_budget`` turns on extended thinking with that many tokens.
     """
+
+    provider = _PROVIDER
 
     def __init__(
         self,
@@ -116,17 +119,6 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
-
-    async def aclose(self) -> None:
-        """Close the client if this model made it."""
-        if self._owns_client:
-            await self.client.close()
-
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def request(
         self,
@@ -186,33 +178,11 @@ class AnthropicModel:
         """Stream one assistant message; see ``agentledger.agent.model.Model``."""
         anthropic = require("anthropic", "anthropic")
         request = self.request(messages, system=system, tools=tools, settings=settings)
-        try:
-            stream = await self.client.messages.create(**request)
-        except Exception as exc:
-            raise _convert(anthropic, exc) from exc
-        builder = ResponseBuilder()
-        reader = _EventReader()
-        try:
-            raw_events = stream.__aiter__()
-            while True:
-                try:
-                    raw = await raw_events.__anext__()
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    raise _convert(anthropic, exc) from exc
-                try:
-                    events = reader.feed(raw)
-                except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                    raise malformed(_PROVIDER, f"unreadable event ({exc})") from exc
-                for event in events:
-                    builder.add(event)
-                    yield event
-            stop_reason = reader.finish()
-            response = builder.build(stop_reason)
-        finally:
-            await stream.close()
-        yield response
+        convert = functools.partial(_convert, anthropic)
+        async for event in self._events(
+            self.client.messages.create(**request), _EventReader(), convert
+        ):
+            yield event
 
 
 def _system(system: str | None, hoisted: str | list[dict[str, Any]] | None) -> Any:

@@ -14,6 +14,7 @@ and also counted in ``reasoning_tokens``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
@@ -21,7 +22,6 @@ from typing import Any, Literal
 from agentledger._optional import require
 from agentledger.agent.events import (
     ModelEvent,
-    ResponseBuilder,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -31,6 +31,7 @@ from agentledger.agent.events import (
 )
 from agentledger.agent.model import ModelSettings, ToolSpec
 from agentledger.agent.providers import malformed, status_error
+from agentledger.agent.providers._base import ProviderModel
 from agentledger.errors import ModelError, UserError
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
@@ -51,7 +52,7 @@ _STOP_REASONS = {
 }
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(ProviderModel):
     """A chat-completions model: ``OpenAIChatModel("gpt-4o-mini")`` or, for a local server,
     ``OpenAIChatModel("qwen3", base_url="http://localhost:8000/v1")``.
 
@@ -64,6 +65,8 @@ class OpenAIChatModel:
     ``max_completion_tokens`` for api.openai.com (its reasoning models refuse ``max_tokens``)
     and ``max_tokens`` elsewhere (what compatible servers know).
     """
+
+    provider = _PROVIDER
 
     def __init__(
         self,
@@ -104,17 +107,6 @@ class OpenAIChatModel:
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r}, base_url={str(self.client.base_url)!r})"
-
-    async def aclose(self) -> None:
-        """Close the client if this model made it."""
-        if self._owns_client:
-            await self.client.close()
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def request(
         self,
@@ -174,33 +166,11 @@ class OpenAIChatModel:
         """Stream one assistant message; see ``agentledger.agent.model.Model``."""
         openai = require("openai", "openai")
         request = self.request(messages, system=system, tools=tools, settings=settings)
-        try:
-            stream = await self.client.chat.completions.create(**request)
-        except Exception as exc:
-            raise _convert(openai, exc) from exc
-        builder = ResponseBuilder()
-        reader = _ChunkReader()
-        try:
-            chunks = stream.__aiter__()
-            while True:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    raise _convert(openai, exc) from exc
-                try:
-                    events = reader.feed(chunk)
-                except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
-                    raise malformed(_PROVIDER, f"unreadable chunk ({exc})") from exc
-                for event in events:
-                    builder.add(event)
-                    yield event
-            stop_reason = reader.finish()
-            response = builder.build(stop_reason)
-        finally:
-            await stream.close()
-        yield response
+        convert = functools.partial(_convert, openai)
+        async for event in self._events(
+            self.client.chat.completions.create(**request), _ChunkReader(), convert
+        ):
+            yield event
 
 
 def _convert(openai: Any, exc: Exception) -> ModelError:
