@@ -168,6 +168,32 @@ def test_two_stores_at_once_share_one_writer(db_path: Path, tmp_path: Path) -> N
     assert str(db_path.resolve()) not in sqlite_schema._registry
 
 
+def test_threads_share_one_store(open_ledger: OpenLedger, db_path: Path) -> None:
+    ledger = open_ledger()
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            msgs: list[Msg] = []
+            for i in range(15):
+                msgs = [*msgs, Msg.user(f"thread {n} message {i}", id=f"{n}-{i}")]
+                ledger.save(f"s{n}", msgs)
+                assert ledger.messages(f"s{n}") == msgs
+                ledger.search(f"thread {n}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    other = open_ledger()
+    assert all(other.version(f"s{n}") == 15 for n in range(6))
+    assert other.store.check_integrity() == []  # type: ignore[attr-defined]
+
+
 def test_url_opens_relative_and_absolute_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

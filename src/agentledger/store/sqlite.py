@@ -116,7 +116,13 @@ def _fts_query(query: str) -> str:
 
 
 class SqliteStore(Store):
-    """Sessions in one SQLite file; see the module docstring."""
+    """Sessions in one SQLite file; see the module docstring.
+
+    ``location`` is the resolved path; every store on that path in this process shares one
+    writer connection, released by ``close()`` (a closed store reopens on its next use). Loads
+    return ``StoredMsg.text`` empty: the text is kept for the full-text index only, and the
+    ledger rebuilds messages from ``body``.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).resolve()
