@@ -58,6 +58,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
     p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite the report from bench/out/results.json (the last run) without running",
+    )
+    p.add_argument(
         "--install-peers",
         action="store_true",
         help="create bench/.venv-peers from requirements-peers*.txt, then run",
@@ -89,8 +94,30 @@ def _micro(jsonl: str, n: int, reps: int) -> dict | None:
     return json.loads(proc.stdout)
 
 
+def _write(out: Path, meta: dict, results: dict, micro: dict | None, python: str | None) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_name(out.stem + "-save-time.png")
+    meta["plot_note"] = report.plot(results, png, python)
+    meta["plot"] = png.name if not meta["plot_note"] else None
+    out.write_text(report.render(meta, results, micro))
+
+
+def _report_only(out: Path) -> int:
+    saved = json.loads((runner.BENCH / "out" / "results.json").read_text())
+    results = {k: {int(n): r for n, r in v.items()} for k, v in saved["results"].items()}
+    meta = saved["meta"]
+    if "peers" not in meta:
+        meta["peers"], meta["peers_problem"] = runner.peer_distributions()
+    python = str(runner.PEERS_PYTHON) if "matplotlib" in meta["peers"] else None
+    _write(out, meta, results, saved["micro"], python)
+    print(report.ratio_table(results, max(meta["sizes"])))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
+    if args.report_only:
+        return _report_only(Path(args.out))
     started = time.perf_counter()
     mode = QUICK if args.quick else FULL
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else mode["sizes"]
@@ -135,10 +162,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("done\n")
 
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    png = out.with_name(out.stem + "-save-time.png")
     python = str(runner.PEERS_PYTHON) if "matplotlib" in peers else None
-    plot_note = report.plot(results, png, python)
     meta = {
         "command": "python -m bench " + shlex.join(argv) if argv else "python -m bench",
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -149,19 +173,21 @@ def main(argv: list[str]) -> int:
         "budget": plan.budget,
         "machine": machine,
         "main_versions": facts.main_versions(),
-        "plot": png.name if not plot_note else None,
         "plot_alt": "log-log plot of the time to persist one appended turn against session length",
-        "plot_note": plot_note,
+        "peers": peers,
+        "peers_problem": problem,
         "load_end": list(os.getloadavg()),
     }
     meta["wall_seconds"] = time.perf_counter() - started
+    _write(out, meta, results, micro, python)
     (out_dir / "results.json").write_text(
         json.dumps({"meta": meta, "results": results, "micro": micro}, indent=1, default=str)
     )
-    out.write_text(report.render(meta, results, micro))
     print(report.ratio_table(results, max(plan.sizes)))
     print(report.targets_table(report.targets(results, max(plan.sizes))))
-    sys.stderr.write(f"wrote {out} and {png.name} in {meta['wall_seconds']:.0f} s\n")
+    sys.stderr.write(
+        f"wrote {out} ({meta['plot'] or meta['plot_note']}) in {meta['wall_seconds']:.0f} s\n"
+    )
     return 0
 
 
