@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from agentledger.errors import SessionBusyError, VersionNotFoundError
+from agentledger.errors import ConflictError, SessionBusyError, VersionNotFoundError
 from agentledger.messages import Msg, decode
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "StoredMsg",
     "StoredState",
     "VersionInfo",
+    "check_base",
 ]
 
 
@@ -73,6 +74,7 @@ class Head:
     version: int
     lists: dict[str, list[bytes]]
     values: dict[str, bytes]  # name -> digest of the value's canonical JSON
+    incarnation: str = ""  # see ``Store.read_stamp``
 
 
 @dataclass(slots=True)
@@ -103,6 +105,7 @@ class CommitPlan:
     appended: int = 0
     replaced: int = 0
     truncated: int = 0
+    base_incarnation: str = ""  # the life of the session the plan was made against
 
     @property
     def version(self) -> int:
@@ -122,6 +125,7 @@ class StoredState:
     version: int
     lists: dict[str, list[StoredMsg]]
     values: dict[str, bytes]
+    incarnation: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,16 @@ class Store(ABC):
     def read_version(self, key: SessionKey) -> int:
         """The committed version of a session, 0 if it does not exist. Must be cheap."""
 
+    def read_stamp(self, key: SessionKey) -> tuple[str, int]:
+        """``(incarnation, version)`` of a session; ``("", 0)`` if it does not exist.
+
+        The incarnation names one life of a session: it changes when a session is deleted and
+        created again, whose versions restart at 1. The ledger trusts its cached digests only
+        while both match. Must be cheap. The default (no incarnation) suits stores that never
+        reuse a version for a key.
+        """
+        return "", self.read_version(key)
+
     @abstractmethod
     def read_head(self, key: SessionKey) -> Head | None:
         """Version and live digests of every list and value, or None if absent."""
@@ -206,11 +220,13 @@ class Store(ABC):
 
     # -- writing -----------------------------------------------------------------------
     @abstractmethod
-    def commit(self, plan: CommitPlan) -> None:
+    def commit(self, plan: CommitPlan) -> str | None:
         """Apply ``plan`` atomically if the session is at ``plan.base_version``.
 
         ``base_version == 0`` creates the session (and conflicts if it exists). Otherwise raise
-        ``ConflictError(expected=plan.base_version, actual=stored)`` and change nothing.
+        ``ConflictError(expected=plan.base_version, actual=stored)`` and change nothing; also
+        when ``plan.base_incarnation`` is set and differs from the session's (see
+        ``check_base``). Returns the session's incarnation (``None`` if the store has none).
         """
 
     @abstractmethod
@@ -322,6 +338,24 @@ def searchable_text(msg: Msg) -> str:
 def stored_text(row: StoredMsg) -> str:
     """A row's searchable text, worked out from its body when the backend did not keep it."""
     return row.text or searchable_text(decode(row.body))
+
+
+def check_base(plan: CommitPlan, version: int, incarnation: str) -> None:
+    """Raise ``ConflictError`` unless the stored session is the one ``plan`` was made against."""
+    if version != plan.base_version:
+        raise ConflictError(
+            f"session {plan.key.session!r} is at version {version}, "
+            f"the save was planned at {plan.base_version}",
+            expected=plan.base_version,
+            actual=version,
+        )
+    if version and plan.base_incarnation and incarnation != plan.base_incarnation:
+        raise ConflictError(
+            f"session {plan.key.session!r} was deleted and created again since the save was "
+            "planned",
+            expected=plan.base_version,
+            actual=version,
+        )
 
 
 def check_version(version: int | None, oldest: int, latest: int) -> None:

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agentledger.errors import CodecError, ConflictError, CorruptStoreError
+from agentledger.errors import CodecError, CorruptStoreError
 from agentledger.messages import decode
 from agentledger.store.base import (
     CommitPlan,
@@ -42,6 +42,7 @@ from agentledger.store.base import (
     Store,
     StoredState,
     VersionInfo,
+    check_base,
     check_version,
     searchable_text,
     snippet_around,
@@ -275,6 +276,12 @@ class JsonlStore(Store):
             log = self._refresh(path, key)
             return log.version if log else 0
 
+    def read_stamp(self, key: SessionKey) -> tuple[str, int]:
+        path = self._log_path(key)
+        with self._thread_lock(path):
+            log = self._refresh(path, key)
+            return (log.incarnation, log.version) if log else ("", 0)
+
     def read_head(self, key: SessionKey) -> Head | None:
         path = self._log_path(key)
         with self._thread_lock(path):
@@ -386,7 +393,7 @@ class JsonlStore(Store):
         return hits
 
     # -- writing -----------------------------------------------------------------------------
-    def commit(self, plan: CommitPlan) -> None:
+    def commit(self, plan: CommitPlan) -> str:
         key = plan.key
         path = self._log_path(key)
         directory = path.parent
@@ -400,14 +407,7 @@ class JsonlStore(Store):
             stack.enter_context(self._thread_lock(path))
             stack.enter_context(self._flock(path.with_suffix(".lock")))
             log = self._refresh(path, key)
-            stored = log.version if log else 0
-            if stored != plan.base_version:
-                raise ConflictError(
-                    f"session {key.session!r} is at version {stored}, "
-                    f"the save was planned at {plan.base_version}",
-                    expected=plan.base_version,
-                    actual=stored,
-                )
+            check_base(plan, log.version if log else 0, log.incarnation if log else "")
             if log is None or log.version == 0:
                 log = SessionLog(path)
             records = plan_records(plan, log)
@@ -420,6 +420,7 @@ class JsonlStore(Store):
                 raise
             log.fingerprint = _fingerprint(st)
             self._remember(str(path), log)
+            return log.incarnation
 
     def _append(self, path: Path, clean_end: int, data: bytes) -> os.stat_result:
         """Cut any torn tail, append ``data`` in one write and fsync; return the new stat."""

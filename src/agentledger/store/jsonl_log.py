@@ -424,6 +424,11 @@ class SessionLog:
         self.torn = None
 
     # -- what the store hands out ------------------------------------------------------------
+    @property
+    def incarnation(self) -> str:
+        """This life of the session: its creation time (a re-created log has a new one)."""
+        return self.header.created_at.isoformat() if self.header is not None else ""
+
     def head(self) -> Head:
         lists = {n: [r.item.digest for r in live] for n, live in self.live.items() if live}
         values = {
@@ -432,7 +437,7 @@ class SessionLog:
             for r in rows
             if r.version_to is None
         }
-        return Head(self.version, lists, values)
+        return Head(self.version, lists, values, self.incarnation)
 
     def state(self, at: int) -> StoredState:
         """The session at version ``at`` (checked by the caller)."""
@@ -451,7 +456,7 @@ class SessionLog:
             for r in rows
             if live_at(r.version_from, r.version_to, at)
         }
-        return StoredState(at, lists, values)
+        return StoredState(at, lists, values, self.incarnation)
 
     def info(self) -> SessionInfo | None:
         if self.header is None or self.version == 0 or self.updated_at is None:

@@ -107,9 +107,14 @@ class Ledger:
                 lock = self._key_locks[key] = threading.Lock()
             return lock
 
-    def _head(self, key: SessionKey, *, fresh: bool = False) -> Head:
+    def _head(self, key: SessionKey) -> Head:
+        """The committed digests to plan against: the cached ones while the stored session is
+        still the same life at the same version, else read back from the store."""
         cached = self._heads.get(key)
-        if cached is not None and not fresh and self.store.read_version(key) == cached.version:
+        if cached is not None and self.store.read_stamp(key) == (
+            cached.incarnation,
+            cached.version,
+        ):
             return cached
         head = self.store.read_head(key) or Head(0, {}, {})
         self._heads[key] = head
@@ -135,6 +140,7 @@ class Ledger:
                 stored.version,
                 {name: [m.digest for m in rows] for name, rows in stored.lists.items()},
                 {name: digest_of(raw) for name, raw in stored.values.items()},
+                stored.incarnation,
             )
         return state
 
@@ -259,7 +265,7 @@ class Ledger:
                 if plan is None:
                     return SaveReport(version=head.version, noop=True)
                 try:
-                    self.store.commit(plan)
+                    incarnation = self.store.commit(plan) or ""
                 except ConflictError:
                     self._heads.pop(key, None)
                     if expected_version is not None:
@@ -268,7 +274,7 @@ class Ledger:
                 except BaseException:
                     self._heads.pop(key, None)  # unknown outcome: re-read next time
                     raise
-                self._heads[key] = self._advance(head, plan)
+                self._heads[key] = self._advance(head, plan, incarnation)
                 return SaveReport(
                     version=plan.version,
                     noop=False,
@@ -299,7 +305,12 @@ class Ledger:
         lists: Mapping[str, Sequence[Msg]],
         values: Mapping[str, bytes | None],
     ) -> CommitPlan | None:
-        plan = CommitPlan(key=key, base_version=head.version, committed_at=datetime.now(UTC))
+        plan = CommitPlan(
+            key=key,
+            base_version=head.version,
+            committed_at=datetime.now(UTC),
+            base_incarnation=head.incarnation,
+        )
         for name, messages in lists.items():
             diff = diff_list(head.lists.get(name, ()), messages)
             if diff.empty:
@@ -331,7 +342,7 @@ class Ledger:
         return plan
 
     @staticmethod
-    def _advance(head: Head, plan: CommitPlan) -> Head:
+    def _advance(head: Head, plan: CommitPlan, incarnation: str) -> Head:
         lists = {name: list(digests) for name, digests in head.lists.items()}
         for write in plan.lists:
             digests = lists.setdefault(write.name, [])
@@ -349,7 +360,7 @@ class Ledger:
                 values.pop(name, None)
             else:
                 values[name] = digest_of(raw)
-        return Head(plan.version, lists, values)
+        return Head(plan.version, lists, values, incarnation)
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
         """Delete a session and all its history. True if it existed."""

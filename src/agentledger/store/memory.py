@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agentledger.errors import ConflictError
 from agentledger.store.base import (
     CommitPlan,
     Head,
@@ -22,6 +21,7 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
+    check_base,
     check_version,
 )
 from agentledger.store.media import blob_refs
@@ -48,6 +48,7 @@ class _ValueRow:
 class _Session:
     created_at: datetime
     updated_at: datetime
+    incarnation: str
     version: int = 0
     oldest: int = 1
     title: str | None = None
@@ -66,11 +67,17 @@ class MemoryStore(Store):
         self._lock = threading.Lock()
         self._sessions: dict[SessionKey, _Session] = {}
         self._blobs: dict[tuple[str, bytes], bytes] = {}
+        self._created = 0  # counts session creations: each gets a new incarnation
 
     def read_version(self, key: SessionKey) -> int:
         with self._lock:
             s = self._sessions.get(key)
             return s.version if s else 0
+
+    def read_stamp(self, key: SessionKey) -> tuple[str, int]:
+        with self._lock:
+            s = self._sessions.get(key)
+            return (s.incarnation, s.version) if s else ("", 0)
 
     def read_head(self, key: SessionKey) -> Head | None:
         with self._lock:
@@ -85,7 +92,7 @@ class MemoryStore(Store):
                     from agentledger.messages import digest_of
 
                     values[name] = digest_of(current[0].raw)
-            return Head(s.version, lists, values)
+            return Head(s.version, lists, values, s.incarnation)
 
     def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
         with self._lock:
@@ -98,7 +105,7 @@ class MemoryStore(Store):
                 values = {
                     n: r.raw for n, rows in s.values.items() for r in rows if r.version_to is None
                 }
-                return StoredState(s.version, lists, values)
+                return StoredState(s.version, lists, values, s.incarnation)
             at = version
 
             def live_at(vf: int, vt: int | None) -> bool:
@@ -118,7 +125,7 @@ class MemoryStore(Store):
                 for r in rows
                 if live_at(r.version_from, r.version_to)
             }
-            return StoredState(at, lists, values)
+            return StoredState(at, lists, values, s.incarnation)
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         with self._lock:
@@ -151,19 +158,14 @@ class MemoryStore(Store):
         infos.sort(key=lambda i: (i.updated_at, i.session_id), reverse=True)
         return infos[offset : None if limit is None else offset + limit]
 
-    def commit(self, plan: CommitPlan) -> None:
+    def commit(self, plan: CommitPlan) -> str:
         with self._lock:
             s = self._sessions.get(plan.key)
-            stored = s.version if s else 0
-            if stored != plan.base_version:
-                raise ConflictError(
-                    f"session {plan.key.session!r} is at version {stored}, "
-                    f"the save was planned at {plan.base_version}",
-                    expected=plan.base_version,
-                    actual=stored,
-                )
+            check_base(plan, s.version if s else 0, s.incarnation if s else "")
             if s is None:
-                s = self._sessions[plan.key] = _Session(plan.committed_at, plan.committed_at)
+                self._created += 1
+                s = _Session(plan.committed_at, plan.committed_at, str(self._created))
+                self._sessions[plan.key] = s
             v = plan.version
             for write in plan.lists:
                 live = s.live.setdefault(write.name, [])
@@ -205,6 +207,7 @@ class MemoryStore(Store):
                     len(plan.values),
                 )
             )
+            return s.incarnation
 
     def delete(self, key: SessionKey) -> bool:
         with self._lock:

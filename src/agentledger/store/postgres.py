@@ -45,6 +45,7 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
+    check_base,
     check_version,
     process_lock,
     snippet_around,
@@ -230,6 +231,15 @@ class PostgresStore(Store):
 
         return self._read("read_version", run)
 
+    def read_stamp(self, key: SessionKey) -> tuple[str, int]:
+        """The incarnation is the session row's id, which PostgreSQL never hands out twice."""
+
+        def run(conn: psycopg.Connection[Any]) -> tuple[str, int]:
+            row = conn.execute(self._q.stamp, (key.tenant, key.session)).fetchone()
+            return (str(row[0]), int(row[1])) if row else ("", 0)
+
+        return self._read("read_stamp", run)
+
     def read_head(self, key: SessionKey) -> Head | None:
         args = (key.tenant, key.session)
 
@@ -246,7 +256,8 @@ class PostgresStore(Store):
             lists: dict[str, list[bytes]] = {}
             for name, digest in digests.fetchall():
                 lists.setdefault(name, []).append(digest)
-            return Head(row[1], lists, {n: digest_of(raw) for n, raw in values.fetchall()})
+            values_by_name = {n: digest_of(raw) for n, raw in values.fetchall()}
+            return Head(row[1], lists, values_by_name, str(row[0]))
 
         return self._read("read_head", run)
 
@@ -275,7 +286,8 @@ class PostgresStore(Store):
                         values = cur(binary=True).execute(self._q.values_at, at_args)
                 finally:
                     conn.execute("COMMIT")
-            return StoredState(at, self._lists(key, rows.fetchall()), dict(values.fetchall()))
+            lists = self._lists(key, rows.fetchall())
+            return StoredState(at, lists, dict(values.fetchall()), str(sid))
 
         return self._read("load", run)
 
@@ -340,11 +352,12 @@ class PostgresStore(Store):
         return self._read("search", run)
 
     # -- writing -------------------------------------------------------------------------
-    def commit(self, plan: CommitPlan) -> None:
+    def commit(self, plan: CommitPlan) -> str | None:
         lost: Exception | None = None
+        incarnation: str | None = None
         with self._errors("save"), self._pool.connection() as conn:
             try:
-                self._commit(conn, plan)
+                incarnation = self._commit(conn, plan)
             except self._pg.OperationalError as exc:
                 if not conn.broken:
                     conn.rollback()
@@ -354,9 +367,11 @@ class PostgresStore(Store):
                 if not conn.broken:
                     conn.rollback()
                 raise
-        if lost is None or self._committed(plan):
-            return  # (or the connection died after the server had committed)
-        raise StoreError(
+        if lost is None:
+            return incarnation
+        if self._committed(plan):
+            return None  # the connection died after the server had committed
+        raise StoreUnavailableError(
             f"the connection to PostgreSQL ({self.location}) was lost while saving session "
             f"{plan.key.session!r} as version {plan.version}; the server rolls an unfinished "
             f"transaction back, so the session is still at its previous version ({lost})"
@@ -372,13 +387,14 @@ class PostgresStore(Store):
             return False
         return row is not None and row[0] == plan.committed_at
 
-    def _commit(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> None:
+    def _commit(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> str:
         key, q = plan.key, self._q
         session = {
             "tenant": key.tenant,
             "session": key.session,
             "version": plan.version,
             "base": plan.base_version,
+            "incarnation": plan.base_incarnation,
             "at": plan.committed_at,
             "title": None if plan.title is None else _text(plan.title),
             "count": plan.message_count,
@@ -389,16 +405,17 @@ class PostgresStore(Store):
             pipe.sync()
             row = moved.fetchone()
             if row is None:
-                found = conn.execute(q.version, (key.tenant, key.session)).fetchone()
-                actual = int(found[0]) if found else 0
-                raise ConflictError(
-                    f"session {key.session!r} is at version {actual}, "
-                    f"the save was planned at {plan.base_version}",
+                found = conn.execute(q.stamp, (key.tenant, key.session)).fetchone()
+                stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
+                check_base(plan, stored, incarnation)
+                raise ConflictError(  # the row moved between the update and this read
+                    f"session {key.session!r} changed while the save was being applied",
                     expected=plan.base_version,
-                    actual=actual,
+                    actual=stored,
                 )
             self._write(conn, row[0], plan)
             conn.execute("COMMIT")
+        return str(row[0])
 
     def _write(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
         """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced)."""

@@ -124,6 +124,7 @@ class Queries:
     def __init__(self, schema: str) -> None:
         s = f'"{schema}"'
         self.version = f"SELECT version FROM {s}.sessions WHERE tenant = %s AND session = %s"
+        self.stamp = f"SELECT sid, version FROM {s}.sessions WHERE tenant = %s AND session = %s"
         self.session = (
             f"SELECT sid, version, oldest_version FROM {s}.sessions "
             "WHERE tenant = %s AND session = %s"
@@ -171,6 +172,7 @@ class Queries:
             "ELSE NULLIF(%(title)s::text, '') END, "
             "message_count = COALESCE(%(count)s::int, message_count) "
             "WHERE tenant = %(tenant)s AND session = %(session)s AND version = %(base)s "
+            "AND (%(incarnation)s::text = '' OR sid::text = %(incarnation)s::text) "
             "RETURNING sid"
         )
         # two statements, so that each is an index range on ``messages_live``

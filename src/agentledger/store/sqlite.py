@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from agentledger.errors import ConflictError, CorruptStoreError, StoreError, UserError
+from agentledger.errors import CorruptStoreError, StoreError, UserError
 from agentledger.messages import digest_of
 from agentledger.store.base import (
     CommitPlan,
@@ -32,6 +32,7 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
+    check_base,
     check_version,
 )
 from agentledger.store.media import blob_refs
@@ -113,6 +114,11 @@ def _fts_query(query: str) -> str:
         if any(ch.isalnum() for ch in word)
     ]
     return " ".join(terms)
+
+
+def _incarnation(sid: int, created_at: int) -> str:
+    """One life of a session: row ids can be reused after a delete, creation times are not."""
+    return f"{sid}.{created_at}"
 
 
 class SqliteStore(Store):
@@ -205,13 +211,24 @@ class SqliteStore(Store):
             ).fetchone()
         return row[0] if row else 0
 
+    @_translated
+    def read_stamp(self, key: SessionKey) -> tuple[str, int]:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT sid, created_at, version FROM sessions WHERE tenant = ? AND session = ?",
+                (key.tenant, key.session),
+            ).fetchone()
+        return (_incarnation(row[0], row[1]), row[2]) if row else ("", 0)
+
     @staticmethod
-    def _session(conn: sqlite3.Connection, key: SessionKey) -> tuple[int, int, int] | None:
-        """``(sid, version, oldest_version)`` of a session, or None."""
-        return conn.execute(
-            "SELECT sid, version, oldest_version FROM sessions WHERE tenant = ? AND session = ?",
+    def _session(conn: sqlite3.Connection, key: SessionKey) -> tuple[int, int, int, str] | None:
+        """``(sid, version, oldest_version, incarnation)`` of a session, or None."""
+        row = conn.execute(
+            "SELECT sid, version, oldest_version, created_at FROM sessions "
+            "WHERE tenant = ? AND session = ?",
             (key.tenant, key.session),
         ).fetchone()
+        return (row[0], row[1], row[2], _incarnation(row[0], row[3])) if row else None
 
     @_translated
     def read_head(self, key: SessionKey) -> Head | None:
@@ -219,7 +236,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return None
-            sid, version, _ = found
+            sid, version, _, incarnation = found
             rows = conn.execute(
                 "SELECT list, position, digest FROM messages "
                 "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
@@ -235,7 +252,7 @@ class SqliteStore(Store):
             if position != len(digests):
                 raise self._gap(key, name, len(digests), position)
             digests.append(digest)
-        return Head(version, lists, dict(values))
+        return Head(version, lists, dict(values), incarnation)
 
     def _gap(self, key: SessionKey, name: str, expected: int, found: int) -> CorruptStoreError:
         return CorruptStoreError(
@@ -251,7 +268,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return None
-            sid, latest, oldest = found
+            sid, latest, oldest, incarnation = found
             check_version(version, oldest, latest)
             if version is None or version == latest:
                 at = latest
@@ -283,7 +300,7 @@ class SqliteStore(Store):
                     location=f"{self.location} {key.tenant}/{key.session}/{name}/{position}",
                 )
             items.append(StoredMsg(msg_id, digest, body))
-        return StoredState(at, lists, dict(values))
+        return StoredState(at, lists, dict(values), incarnation)
 
     @_translated
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -357,30 +374,25 @@ class SqliteStore(Store):
 
     # -- writing -------------------------------------------------------------------------
     @_translated
-    def commit(self, plan: CommitPlan) -> None:
+    def commit(self, plan: CommitPlan) -> str:
         key, version = plan.key, plan.version
         at = _micros(plan.committed_at)
         with self._write() as conn:
             found = conn.execute(
-                "SELECT sid, version FROM sessions WHERE tenant = ? AND session = ?",
+                "SELECT sid, version, created_at FROM sessions WHERE tenant = ? AND session = ?",
                 (key.tenant, key.session),
             ).fetchone()
-            stored = found[1] if found else 0
-            if stored != plan.base_version:
-                raise ConflictError(
-                    f"session {key.session!r} is at version {stored}, "
-                    f"the save was planned at {plan.base_version}",
-                    expected=plan.base_version,
-                    actual=stored,
-                )
             if found is None:
+                check_base(plan, 0, "")
+                created = at
                 sid = conn.execute(
                     "INSERT INTO sessions (tenant, session, version, created_at, updated_at) "
                     "VALUES (?, ?, ?, ?, ?) RETURNING sid",
                     (key.tenant, key.session, version, at, at),
                 ).fetchone()[0]
             else:
-                sid = found[0]
+                sid, stored, created = found
+                check_base(plan, stored, _incarnation(sid, created))
             for write in plan.lists:
                 self._write_list(conn, key.tenant, sid, version, write)
             for name, raw in plan.values.items():
@@ -413,6 +425,7 @@ class SqliteStore(Store):
             )
             if conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FTS_BATCH:
                 flush_fts(conn)
+        return _incarnation(sid, created)
 
     @staticmethod
     def _write_list(
@@ -479,7 +492,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return 0
-            sid, latest, oldest = found
+            sid, latest, oldest, _ = found
             new_oldest = max(oldest, latest - keep_last + 1)
             removed = 0
             for table in ("messages", "session_values"):

@@ -253,6 +253,21 @@ class StoreConformance:
         assert _texts(open_ledger().messages("s")) == ["m0", "m1", "m2", "m3", "b"]
         assert _texts(open_ledger().messages("s", version=2))[-1] == "a"  # kept in history
 
+    def test_delete_and_recreate_is_never_planned_against_stale_digests(
+        self, open_ledger: OpenLedger
+    ) -> None:
+        a, b = open_ledger(), open_ledger()
+        old = [Msg.user(f"old{i}", id=f"o{i}") for i in range(3)]
+        a.save("s", old)
+        assert b.messages("s") == old  # b caches the first life of "s" at version 1
+        a.delete("s")
+        new = [Msg.user(f"new{i}", id=f"n{i}") for i in range(3)]
+        a.save("s", new)  # the second life of "s", at version 1 again
+        report = b.save("s", old)
+        assert not report.noop and report.replaced == 3
+        assert open_ledger().messages("s") == old
+        assert open_ledger().messages("s", version=1) == new
+
     def test_create_only_when_absent(self, open_ledger: OpenLedger) -> None:
         ledger = open_ledger()
         ledger.save("s", [Msg.user("x", id="x")], expected_version=0)
