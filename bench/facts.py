@@ -64,8 +64,29 @@ def _git(root: Path) -> str:
     return head + (" (src/ has uncommitted changes)" if dirty else "")
 
 
+def fsync_ms(workdir: str, n: int = 50) -> float:
+    """Median time of a 4 KiB write + fsync in ``workdir`` (what a durable commit costs here)."""
+    import statistics
+    import time
+
+    path = os.path.join(workdir, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    samples = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 4096)
+            start = time.perf_counter()
+            os.fsync(fd)
+            samples.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        os.remove(path)
+    return statistics.median(samples) * 1e3
+
+
 def machine(workdir: str, root: Path) -> dict[str, Any]:
     return {
+        "fsync_ms": fsync_ms(workdir),
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "memory": _memory(),

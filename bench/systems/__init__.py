@@ -98,6 +98,9 @@ SYSTEMS: list[SystemSpec] = [
         "Adk",
         "peers",
         distribution="google-adk",
+        quick_max=400,
+        quick_why="not run by --quick: ADK appends about 100 events a second, so its "
+        "clear-and-re-add edit of 4,000 events alone takes about a minute",
     ),
     SystemSpec(
         "pydantic-ai",

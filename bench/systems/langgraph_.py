@@ -4,9 +4,9 @@ A LangGraph app does not call the checkpointer itself: it invokes a compiled gra
 ``thread_id`` and the checkpointer saves a checkpoint after every super-step. Each turn here is
 one ``graph.invoke({"messages": turn}, config)`` on a one-node graph whose state is
 ``messages: Annotated[list, add_messages]`` (LangChain ``HumanMessage`` / ``AIMessage`` with a
-tool call / ``ToolMessage`` / ``AIMessage``, ids kept). That writes two checkpoints per turn (the
-input and the node's step); a real ReAct graph runs three or more super-steps per turn, so this
-is a lower bound of LangGraph's cost.
+tool call / ``ToolMessage`` / ``AIMessage``, ids kept). That writes three checkpoints per turn
+(counted: the input, the first step, the node's step); a real ReAct graph runs a model, a tools
+and a model step per turn, so it writes more: this is a lower bound of LangGraph's cost.
 
 Two channel types: the default (``BinaryOperatorAggregate``: every checkpoint holds the whole
 message list) and, when the installed LangGraph has it, ``DeltaChannel`` (beta: checkpoints hold
@@ -31,7 +31,7 @@ THREAD = {"configurable": {"thread_id": "bench"}}
 
 class LangGraph(System):
     api = {
-        "grow": "graph.invoke({'messages': turn}, config) after each turn (2 checkpoints)",
+        "grow": "graph.invoke({'messages': turn}, config) after each turn (3 checkpoints)",
         "edit": "graph.update_state(config, {'messages': [edited]}) (same id: replaced)",
         "noop": "graph.update_state(config, {'messages': reloaded})",
         "reload": "graph.get_state(config).values['messages'] on a fresh SqliteSaver",
