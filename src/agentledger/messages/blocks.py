@@ -27,8 +27,14 @@ __all__ = [
 ]
 
 
-class _BlockBase(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="type", kw_only=True):
-    """Shared behaviour: frozen mappings, equality and hashing by canonical encoding."""
+class _BlockBase(
+    msgspec.Struct, frozen=True, omit_defaults=True, tag_field="type", kw_only=True, gc=False
+):
+    """Shared behaviour: frozen mappings, equality and hashing by canonical encoding.
+
+    ``gc=False``: a block never refers back to itself, so the cycle collector need not track
+    it; loading 12,000 messages then spends far less time in collections.
+    """
 
     _frozen_fields: ClassVar[tuple[str, ...]] = ("metadata",)
 
@@ -75,7 +81,7 @@ class ThinkingBlock(_BlockBase, tag="thinking"):
     metadata: FrozenMap = EMPTY
 
 
-class _Media(_BlockBase, frozen=True):
+class _Media(_BlockBase, frozen=True, gc=False):
     """Media given either inline (``data``) or by ``url``; exactly one of the two."""
 
     media_type: str

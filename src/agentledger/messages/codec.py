@@ -47,7 +47,7 @@ __all__ = [
 DIGEST_SIZE = 16
 
 
-class _MsgRecord(msgspec.Struct, omit_defaults=True, kw_only=True):
+class _MsgRecord(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     """How a message is laid out in JSON."""
 
     id: str

@@ -33,7 +33,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 
 
-class Usage(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+class Usage(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, gc=False):
     """Token counts reported by the provider for one model call."""
 
     input_tokens: int = 0
@@ -120,15 +120,14 @@ class Msg:
     ) -> Msg:
         """Build from already-validated parts (the codec's fast path)."""
         msg = cls.__new__(cls)
-        set_ = object.__setattr__
-        set_(msg, "id", id)
-        set_(msg, "role", role)
-        set_(msg, "content", content)
-        set_(msg, "name", name)
-        set_(msg, "metadata", metadata)
-        set_(msg, "usage", usage)
-        set_(msg, "created_at", created_at)
-        set_(msg, "_digest", digest)
+        _set_id(msg, id)
+        _set_role(msg, role)
+        _set_content(msg, content)
+        _set_name(msg, name)
+        _set_metadata(msg, metadata)
+        _set_usage(msg, usage)
+        _set_created_at(msg, created_at)
+        _set_digest(msg, digest)
         return msg
 
     # -- constructors for the common roles ------------------------------------------------
@@ -223,3 +222,20 @@ class Msg:
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+
+# Slot setters that bypass ``Msg.__setattr__`` (which refuses every assignment): the codec's
+# fast path builds thousands of messages per load.
+(
+    _set_id,
+    _set_role,
+    _set_content,
+    _set_name,
+    _set_metadata,
+    _set_usage,
+    _set_created_at,
+    _set_digest,
+) = (
+    Msg.__dict__[name].__set__
+    for name in ("id", "role", "content", "name", "metadata", "usage", "created_at", "_digest")
+)

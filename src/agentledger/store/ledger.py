@@ -290,6 +290,8 @@ class Ledger:
     def _check_messages(messages: Sequence[Msg]) -> Sequence[Msg]:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise UserError("messages must be a sequence of Msg (use sync() for dicts)")
+        if set(map(type, messages)) <= {Msg}:  # the usual case, checked in C
+            return messages
         for msg in messages:
             if not isinstance(msg, Msg):
                 raise UserError(
