@@ -261,7 +261,11 @@ class Ledger:
                         expected=expected_version,
                         actual=head.version,
                     )
-                plan = self._plan(key, head, lists, encoded_values)
+                try:
+                    plan = self._plan(key, head, lists, encoded_values)
+                except AttributeError:
+                    self._explain_bad_item(lists)
+                    raise
                 if plan is None:
                     return SaveReport(version=head.version, noop=True)
                 try:
@@ -288,17 +292,22 @@ class Ledger:
 
     @staticmethod
     def _check_messages(messages: Sequence[Msg]) -> Sequence[Msg]:
+        """The container is checked here; its items when the plan reads their digests (an
+        item that is not a ``Msg`` fails there and ``_explain_bad_item`` says which)."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise UserError("messages must be a sequence of Msg (use sync() for dicts)")
-        if set(map(type, messages)) <= {Msg}:  # the usual case, checked in C
-            return messages
-        for msg in messages:
-            if not isinstance(msg, Msg):
-                raise UserError(
-                    f"save() takes Msg objects, got {type(msg).__name__}; "
-                    "use Ledger.sync() to persist OpenAI-format dicts"
-                )
         return messages
+
+    @staticmethod
+    def _explain_bad_item(lists: Mapping[str, Sequence[Msg]]) -> None:
+        for name, messages in lists.items():
+            for position, msg in enumerate(messages):
+                if not isinstance(msg, Msg):
+                    raise UserError(
+                        f"save() takes Msg objects, got {type(msg).__name__} at position "
+                        f"{position} of list {name!r}; use Ledger.sync() to persist "
+                        "OpenAI-format dicts"
+                    )
 
     def _plan(
         self,

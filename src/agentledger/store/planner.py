@@ -7,7 +7,6 @@ found, and an equal list rebuilt from scratch (or reloaded) plans no write at al
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,12 +40,9 @@ class ListDiff:
         return max(0, self.old_length - self.new_length)
 
 
-_cached_digest = operator.attrgetter("_digest")
-
-
 def digests_of(msgs: Sequence[Msg]) -> list[bytes]:
-    """Every message's digest: the cached ones read at C speed, the rest computed."""
-    digests = list(map(_cached_digest, msgs))
+    """Every message's digest: the cached ones read directly, the rest computed."""
+    digests = [m._digest for m in msgs]  # measured faster than map(attrgetter) here
     if None in digests:
         digests = [d if d is not None else m.digest for d, m in zip(digests, msgs)]
     return digests
