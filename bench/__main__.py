@@ -24,7 +24,7 @@ from bench.systems import SYSTEMS
 
 QUICK = {
     "sizes": [400, 4000],
-    "timeout": 10.0,
+    "timeout": 15.0,
     "budget": 2.0,
     "tail_cap": 5,
     "reps": 3,
