@@ -54,6 +54,7 @@ class _Session:
     title: str | None = None
     message_count: int = 0
     live: dict[str, list[StoredMsg]] = field(default_factory=dict)
+    open_rows: dict[str, list[_Row]] = field(default_factory=dict)
     rows: dict[str, list[_Row]] = field(default_factory=dict)
     values: dict[str, list[_ValueRow]] = field(default_factory=dict)
     versions: list[VersionInfo] = field(default_factory=list)
@@ -170,18 +171,19 @@ class MemoryStore(Store):
             for write in plan.lists:
                 live = s.live.setdefault(write.name, [])
                 rows = s.rows.setdefault(write.name, [])
-                open_rows = {r.position: r for r in rows if r.version_to is None}
+                open_rows = s.open_rows.setdefault(write.name, [])  # live _Row by position
                 for position, item in write.puts:
-                    if position in open_rows:
-                        open_rows[position].version_to = v
-                    rows.append(_Row(position, v, None, item))
+                    row = _Row(position, v, None, item)
+                    rows.append(row)
                     if position < len(live):
-                        live[position] = item
+                        open_rows[position].version_to = v
+                        open_rows[position], live[position] = row, item
                     else:
+                        open_rows.append(row)
                         live.append(item)
-                for position in range(write.length, len(live)):
-                    open_rows[position].version_to = v
-                del live[write.length :]
+                for row in open_rows[write.length :]:
+                    row.version_to = v
+                del live[write.length :], open_rows[write.length :]
             for name, raw in plan.values.items():
                 rows_v = s.values.setdefault(name, [])
                 for r in rows_v:
