@@ -160,6 +160,9 @@ def run(
             for n in plan.sizes:
                 if n > spec.quick_max:
                     by_size[n] = {"status": "skipped", "why": spec.quick_why, "scenarios": {}}
+        if not sizes:
+            log.write(f"{spec.name}: skipped ({spec.quick_why})\n")
+            continue
         if not plan.process_per_size:
             log.write(f"{spec.name} @ {', '.join(f'{n:,}' for n in sizes)} messages ... ")
             log.flush()
