@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import ne
 
 from agentledger.messages import Msg
 
@@ -43,9 +45,14 @@ class ListDiff:
 def digests_of(msgs: Sequence[Msg]) -> list[bytes]:
     """Every message's digest: the cached ones read directly, the rest computed."""
     digests = [m._digest for m in msgs]  # measured faster than map(attrgetter) here
-    if None in digests:
-        digests = [d if d is not None else m.digest for d, m in zip(digests, msgs)]
-    return digests
+    at = 0
+    while True:  # messages never digested yet (new or edited ones) are few: find them in C
+        try:
+            at = digests.index(None, at)
+        except ValueError:
+            return digests
+        digests[at] = msgs[at].digest
+        at += 1
 
 
 def diff_list(committed: Sequence[bytes], new: Sequence[Msg]) -> ListDiff:
@@ -54,9 +61,8 @@ def diff_list(committed: Sequence[bytes], new: Sequence[Msg]) -> ListDiff:
     common = min(old_length, new_length)
     ours = digests_of(new[:common])
     theirs = committed[:common] if common < old_length else committed
-    if ours == list(theirs):  # the usual case, compared in C: nothing before the tail changed
-        changed = []
-    else:
-        changed = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    # both branches run in C: the list comparison (the usual case: nothing before the tail
+    # changed), then the positions that differ
+    changed = [] if ours == list(theirs) else list(compress(range(common), map(ne, ours, theirs)))
     changed.extend(range(common, new_length))
     return ListDiff(changed, old_length, new_length)
