@@ -32,9 +32,12 @@ def turn(index: int, *, rng: random.Random | None = None, result_size: int = 400
     words = ["ledger", "agent", "state", "turn", "tool", "result", "model", "save", "load"]
 
     def text(n: int) -> str:
-        out = []
-        while sum(len(w) + 1 for w in out) < n:
-            out.append(rng.choice(words))
+        out: list[str] = []
+        length = 0
+        while length < n:
+            word = rng.choice(words)
+            out.append(word)
+            length += len(word) + 1
         return " ".join(out)[:n]
 
     at = _EPOCH + timedelta(seconds=index * 10)
