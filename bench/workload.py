@@ -62,61 +62,10 @@ def write_dicts(path: str, messages: list[dict[str, Any]]) -> None:
 
 
 def msgs(turns: int, seed: int) -> list[Any]:
-    """The workload as agentledger ``Msg`` objects: ``sample_conversation(turns, seed=seed)``.
-
-    ``sample_conversation`` re-sums the words of a text after each word it adds, which takes
-    ~15 ms a turn; ``_replica`` draws the same random numbers in the same order in linear time.
-    It is used only after it reproduced ``sample_conversation`` exactly (every field, by digest)
-    on the first turns; if the generator ever changes, the slow original is used instead.
-    """
+    """The workload as agentledger ``Msg`` objects: ``sample_conversation(turns, seed=seed)``."""
     from agentledger.testing.samples import sample_conversation
 
-    probe = min(turns, 12)
-    if _replica(probe, seed) == sample_conversation(probe, seed=seed):
-        return _replica(turns, seed)
     return sample_conversation(turns, seed=seed)
-
-
-def _replica(turns: int, seed: int) -> list[Any]:
-    """``sample_conversation(turns, seed=seed)``, with each text built in linear time."""
-    import random
-    from datetime import timedelta
-
-    from agentledger import Msg, TextBlock, ToolResultBlock, ToolUseBlock, Usage
-    from agentledger.testing import samples
-
-    rng = random.Random(seed)
-    words = ["ledger", "agent", "state", "turn", "tool", "result", "model", "save", "load"]
-
-    def text(n: int) -> str:
-        out: list[str] = []
-        total = 0
-        while total < n:
-            word = rng.choice(words)
-            out.append(word)
-            total += len(word) + 1
-        return " ".join(out)[:n]
-
-    out: list[Any] = []
-    for index in range(turns):
-        at = samples._EPOCH + timedelta(seconds=index * 10)
-        call_id = f"call_{index:06d}"
-        out += [
-            Msg.user(text(200), id=f"u{index:06d}", created_at=at),
-            Msg.assistant(
-                ToolUseBlock(id=call_id, name="search", input={"query": text(60), "limit": 5}),
-                id=f"a{index:06d}",
-                created_at=at,
-                usage=Usage(input_tokens=100 + index, output_tokens=20),
-            ),
-            Msg.tool(
-                ToolResultBlock(id=call_id, name="search", output=(TextBlock(text=text(4000)),)),
-                id=f"t{index:06d}",
-                created_at=at,
-            ),
-            Msg.assistant(text(500), id=f"f{index:06d}", created_at=at),
-        ]
-    return out
 
 
 def load_msgs(path: str, turns: int) -> list[Any]:
