@@ -57,6 +57,7 @@ def __getattr__(name: str) -> object:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'agentledger' has no attribute {name!r}")
 
+
 __all__ = [
     "AgentLedgerError",
     "AsyncLedger",
