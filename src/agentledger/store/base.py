@@ -69,12 +69,18 @@ class StoredMsg:
 
 @dataclass(frozen=True, slots=True)
 class Head:
-    """What the ledger needs to plan the next save: the version and the live digests."""
+    """What the ledger needs to plan the next save: the version and the live digests.
+
+    ``messages`` holds, for the lists this process last loaded or saved, the ``Msg`` objects at
+    each position (so the planner can skip positions that still hold the same object). A store
+    never fills it: it has digests only.
+    """
 
     version: int
     lists: dict[str, list[bytes]]
     values: dict[str, bytes]  # name -> digest of the value's canonical JSON
     incarnation: str = ""  # see ``Store.read_stamp``
+    messages: dict[str, list[Msg]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

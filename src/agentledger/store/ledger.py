@@ -141,6 +141,7 @@ class Ledger:
                 {name: [m.digest for m in rows] for name, rows in stored.lists.items()},
                 {name: digest_of(raw) for name, raw in stored.values.items()},
                 stored.incarnation,
+                {name: list(msgs) for name, msgs in state.lists.items()},
             )
         return state
 
@@ -267,6 +268,8 @@ class Ledger:
                     self._explain_bad_item(lists)
                     raise
                 if plan is None:
+                    # the lists are equal to what is committed: remember these objects
+                    head.messages.update((name, list(msgs)) for name, msgs in lists.items())
                     return SaveReport(version=head.version, noop=True)
                 try:
                     incarnation = self.store.commit(plan) or ""
@@ -278,7 +281,7 @@ class Ledger:
                 except BaseException:
                     self._heads.pop(key, None)  # unknown outcome: re-read next time
                     raise
-                self._heads[key] = self._advance(head, plan, incarnation)
+                self._heads[key] = self._advance(head, plan, incarnation, lists)
                 return SaveReport(
                     version=plan.version,
                     noop=False,
@@ -323,7 +326,7 @@ class Ledger:
             base_incarnation=head.incarnation,
         )
         for name, messages in lists.items():
-            diff = diff_list(head.lists.get(name, ()), messages)
+            diff = diff_list(head.lists.get(name, ()), messages, head.messages.get(name, ()))
             if diff.empty:
                 continue
             puts = []
@@ -353,10 +356,13 @@ class Ledger:
         return plan
 
     @staticmethod
-    def _advance(head: Head, plan: CommitPlan, incarnation: str) -> Head:
-        lists = {name: list(digests) for name, digests in head.lists.items()}
+    def _advance(
+        head: Head, plan: CommitPlan, incarnation: str, saved: Mapping[str, Sequence[Msg]]
+    ) -> Head:
+        """The head after ``plan`` committed; ``saved`` are the lists the save was given."""
+        lists = dict(head.lists)
         for write in plan.lists:
-            digests = lists.setdefault(write.name, [])
+            digests = lists[write.name] = list(lists.get(write.name, ()))
             del digests[write.length :]
             for position, row in write.puts:
                 if position < len(digests):
@@ -371,7 +377,9 @@ class Ledger:
                 values.pop(name, None)
             else:
                 values[name] = digest_of(raw)
-        return Head(plan.version, lists, values, incarnation)
+        messages = {name: msgs for name, msgs in head.messages.items() if name in lists}
+        messages.update((name, list(msgs)) for name, msgs in saved.items() if msgs)
+        return Head(plan.version, lists, values, incarnation, messages)
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
         """Delete a session and all its history. True if it existed."""

@@ -1,0 +1,83 @@
+"""The diff planner: the known-objects shortcut finds exactly what a full digest scan finds."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentledger import Ledger, Msg
+from agentledger.store.planner import diff_list
+
+
+def _msgs(n: int, tag: str = "") -> list[Msg]:
+    return [Msg.user(f"message {i}{tag}", id=f"m{i}") for i in range(n)]
+
+
+def _digests(msgs: list[Msg]) -> list[bytes]:
+    return [m.digest for m in msgs]
+
+
+@given(
+    n=st.integers(0, 700),
+    edits=st.lists(st.tuples(st.integers(0, 699), st.sampled_from(["edit", "rebuild"]))),
+    new_length=st.integers(0, 720),
+)
+def test_the_shortcut_agrees_with_a_digest_scan(
+    n: int, edits: list[tuple[int, str]], new_length: int
+) -> None:
+    committed = _msgs(n)
+    new = (committed + _msgs(720, " more"))[:new_length]
+    for position, kind in edits:
+        if position < len(new):
+            old = new[position]
+            new[position] = (
+                Msg.user(old.text, id=old.id) if kind == "rebuild" else old.replace(content="x")
+            )
+    full = diff_list(_digests(committed), new)
+    fast = diff_list(_digests(committed), new, committed)
+    assert fast == full
+
+
+def test_an_edit_far_from_the_tail_is_found() -> None:
+    committed = _msgs(1000)
+    new = list(committed)
+    new[3] = new[3].replace(content="edited")
+    new[998] = new[998].replace(content="edited too")
+    diff = diff_list(_digests(committed), tuple(new), committed)
+    assert diff.changed == [3, 998] and diff.replaced == 2 and not diff.appended
+
+
+def test_an_equal_rebuilt_message_is_not_a_change() -> None:
+    committed = _msgs(300)
+    new = [Msg.user(m.text, id=m.id, created_at=m.created_at) for m in committed]
+    assert diff_list(_digests(committed), new, committed).empty
+
+
+def test_a_ledger_skips_the_objects_it_saved_and_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compared: list[str] = []
+    original = Msg.__eq__
+
+    def counting(self: Msg, other: object) -> bool:
+        compared.append(self.id)
+        return original(self, other)
+
+    ledger = Ledger("memory://")
+    live = _msgs(600)
+    ledger.save("s", live)
+    live.append(Msg.assistant("reply"))
+    monkeypatch.setattr(Msg, "__eq__", counting)
+    assert ledger.save("s", live).appended == 1
+    assert ledger.save("s", live).noop
+    assert compared == []
+
+    fresh = Ledger(ledger.store)
+    loaded = fresh.messages("s")
+    assert fresh.save("s", loaded).noop
+    loaded[300] = loaded[300].replace(content="edited")
+    report = fresh.save("s", loaded)
+    assert report.replaced == 1 and not report.appended
+    assert compared == ["m300"]  # only the position that holds another object
+    assert Ledger(ledger.store).messages("s")[300].text == "edited"
