@@ -53,11 +53,14 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
 
 
 def _wait_for_progress(url: str, above: int, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        with Ledger(url) as ledger:
+    # One ledger for the whole wait: a JSONL store then reads only what the writer appended
+    # since its last look. A fresh one per poll would replay the whole log every 20 ms, and a
+    # slow replay lets the writer grow the log further (the log keeps every version).
+    with Ledger(url) as ledger:
+        while time.monotonic() < deadline:
             if ledger.version(SESSION) > above:
                 return
-        time.sleep(0.02)
+            time.sleep(0.02)
 
 
 def test_sigkill_mid_save_leaves_a_committed_version(url: str) -> None:
