@@ -480,7 +480,7 @@ def test_bodies_that_are_not_one_line_json_round_trip(root: Path) -> None:
     store.commit(_plan(key, 0, list(enumerate(rows)), len(rows)))
     assert _log(root, "s", "t").read_bytes().count(b"\n") == 6  # header, 4 puts, commit
     loaded = JsonlStore(root).load(key)
-    assert loaded is not None and [m.body for m in loaded.lists["context"]] == odd
+    assert loaded is not None and list(loaded.lists["context"].bodies) == odd
 
 
 def test_threads_sharing_a_store_lose_nothing(root: Path) -> None:

@@ -32,7 +32,7 @@ from agentledger.store import sqlite as sqlite_module
 from agentledger.store.sqlite import SqliteStore
 from agentledger.store.sqlite_schema import MIGRATIONS, migrate
 from agentledger.testing.conformance import StoreConformance
-from agentledger.testing.samples import sample_conversation, turn
+from agentledger.testing.samples import every_block_message, sample_conversation, turn
 from agentledger.testing.statemachine import run_ledger_state_machine
 
 OpenLedger = Callable[[], Ledger]
@@ -121,6 +121,24 @@ def test_migrations_are_recorded_and_idempotent(db_path: Path) -> None:
         assert _sql(db_path, "PRAGMA page_size") == [(sqlite_schema.PAGE_SIZE,)]
     finally:
         store.close()
+
+
+def test_media_sessions_from_before_the_has_media_flag_still_load_their_media(
+    db_path: Path,
+) -> None:
+    msgs = every_block_message()
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        ledger.save("media", msgs)
+        ledger.save("plain", [Msg.user("hi", id="p")])
+    flags = "SELECT session, has_media FROM sessions ORDER BY session"
+    assert _sql(db_path, flags) == [("media", 1), ("plain", 0)]
+    # make the file look like one written before migration 2
+    _sql(db_path, "ALTER TABLE sessions DROP COLUMN has_media")
+    _sql(db_path, "DELETE FROM schema_migrations WHERE id = 2")
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        loaded = ledger.messages("media")
+    assert loaded == msgs and loaded[1].content[1].data == msgs[1].content[1].data
+    assert _sql(db_path, flags) == [("media", 1), ("plain", 0)]
 
 
 def test_concurrent_first_setup_applies_each_step_once(db_path: Path) -> None:

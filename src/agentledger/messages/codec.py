@@ -18,9 +18,20 @@ from typing import Any
 
 import msgspec
 
-from agentledger.errors import CodecError
+from agentledger.errors import CodecError, CorruptStoreError
 from agentledger.messages.blocks import Block
-from agentledger.messages.msg import ROLES, Msg, Usage
+from agentledger.messages.msg import (
+    ROLES,
+    Msg,
+    Usage,
+    _set_content,
+    _set_created_at,
+    _set_metadata,
+    _set_name,
+    _set_role,
+    _set_stored,
+    _set_usage,
+)
 from agentledger.messages.values import (
     EMPTY,
     FrozenMap,
@@ -99,6 +110,9 @@ def _from_record(rec: _MsgRecord, digest: bytes | None = None) -> Msg:
 def canonical_bytes(obj: Any) -> bytes:
     """Canonical JSON for a message, block or frozen value."""
     if isinstance(obj, Msg):
+        stored = obj._stored
+        if stored is not None:  # deferred: its stored bytes are the canonical encoding
+            return stored
         obj = _record(obj)
     try:
         return _encoder.encode(obj)
@@ -136,6 +150,31 @@ def decode(data: bytes | bytearray | memoryview | str, *, digest: bytes | None =
     except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError) as exc:
         raise CodecError(f"not an encoded message: {exc}") from None
     return _from_record(rec, digest)
+
+
+def _fill_deferred(msg: Msg) -> None:
+    """Decode a deferred message's stored bytes into its fields (see ``Msg``).
+
+    Safe to race: two threads decode the same bytes and set the same values; the stored bytes
+    are dropped only after every field is set.
+    """
+    body = msg._stored
+    if body is None:
+        return
+    try:
+        rec = _decoder.decode(body)
+        if rec.id != msg.id:
+            raise CodecError(f"its bytes hold message {rec.id!r}")
+        full = _from_record(rec)
+    except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError) as exc:
+        raise CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {exc}") from None
+    _set_role(msg, full.role)
+    _set_content(msg, full.content)
+    _set_name(msg, full.name)
+    _set_metadata(msg, full.metadata)
+    _set_usage(msg, full.usage)
+    _set_created_at(msg, full.created_at)
+    _set_stored(msg, None)
 
 
 def encode_many(msgs: Iterable[Msg]) -> bytes:

@@ -4,13 +4,22 @@ Two messages are equal when their canonical encodings are equal: every persisted
 (id, role, name, content, metadata, usage, created_at) and bytes compare by value wherever they
 sit. The digest of the canonical encoding is computed once per instance and cached, which is what
 makes comparing a 12,000-message list against the store cheap. Editing returns a new ``Msg`` that
-keeps the id; nothing in agentledger mutates a message or relies on object identity.
+keeps the id; nothing in agentledger mutates a message or relies on object identity for its
+meaning (the planner uses identity only as a shortcut for equality).
+
+A message loaded from a store starts *deferred*: its id and digest are set, and its stored bytes
+wait to be decoded until one of its other fields is first read (``__getattr__`` runs only for a
+slot not set yet, so a decoded message pays nothing). A reload of 12,000 messages therefore
+costs what fetching them costs, and comparing or re-saving them decodes nothing. Bytes that turn
+out to be undecodable raise ``CorruptStoreError`` at that first read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any, Literal
 
 import msgspec
@@ -27,7 +36,7 @@ from agentledger.messages.blocks import (
 from agentledger.messages.ids import new_id
 from agentledger.messages.values import FrozenMap, freeze_map
 
-__all__ = ["ROLES", "Msg", "Role", "Usage"]
+__all__ = ["ROLES", "Msg", "Role", "Usage", "deferred_messages"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
@@ -65,7 +74,17 @@ def _content(value: str | Block | Iterable[Block]) -> tuple[Block, ...]:
 class Msg:
     """An immutable chat message. See the module docstring for its value semantics."""
 
-    __slots__ = ("_digest", "content", "created_at", "id", "metadata", "name", "role", "usage")
+    __slots__ = (
+        "_digest",
+        "_stored",
+        "content",
+        "created_at",
+        "id",
+        "metadata",
+        "name",
+        "role",
+        "usage",
+    )
 
     id: str
     role: Role
@@ -105,6 +124,7 @@ class Msg:
         set_(self, "usage", usage)
         set_(self, "created_at", created_at)
         set_(self, "_digest", None)
+        set_(self, "_stored", None)
 
     @classmethod
     def _trusted(
@@ -128,7 +148,17 @@ class Msg:
         _set_usage(msg, usage)
         _set_created_at(msg, created_at)
         _set_digest(msg, digest)
+        _set_stored(msg, None)
         return msg
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only when a slot is unset: a deferred message's fields before decoding.
+        if name in _DEFERRED_FIELDS and self._stored is not None:
+            from agentledger.messages.codec import _fill_deferred
+
+            _fill_deferred(self)
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"'Msg' object has no attribute {name!r}")
 
     # -- constructors for the common roles ------------------------------------------------
     @classmethod
@@ -235,7 +265,38 @@ class Msg:
     _set_usage,
     _set_created_at,
     _set_digest,
+    _set_stored,
 ) = (
     Msg.__dict__[name].__set__
-    for name in ("id", "role", "content", "name", "metadata", "usage", "created_at", "_digest")
+    for name in (
+        "id",
+        "role",
+        "content",
+        "name",
+        "metadata",
+        "usage",
+        "created_at",
+        "_digest",
+        "_stored",
+    )
 )
+
+
+def deferred_messages(
+    ids: Sequence[str], digests: Sequence[bytes], bodies: Sequence[bytes]
+) -> list[Msg]:
+    """Messages whose canonical bytes ``bodies[i]`` (whose digest is ``digests[i]``, trusted)
+    are decoded on first use; see the module docstring.
+
+    Built without a Python-level call per message (allocation and slot setting are all mapped
+    in C): this is most of what a reload costs.
+    """
+    msgs = list(map(Msg.__new__, repeat(Msg, len(ids))))
+    deque(map(_set_id, msgs, ids), maxlen=0)
+    deque(map(_set_digest, msgs, digests), maxlen=0)
+    deque(map(_set_stored, msgs, bodies), maxlen=0)
+    return msgs
+
+
+#: The fields a deferred message decodes on first read.
+_DEFERRED_FIELDS = frozenset(("role", "content", "name", "metadata", "usage", "created_at"))

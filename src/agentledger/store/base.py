@@ -19,11 +19,12 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from agentledger.errors import ConflictError, SessionBusyError, VersionNotFoundError
 from agentledger.messages import Msg, decode
@@ -36,10 +37,12 @@ __all__ = [
     "SessionInfo",
     "SessionKey",
     "Store",
+    "StoredList",
     "StoredMsg",
     "StoredState",
     "VersionInfo",
     "check_base",
+    "lists_from_rows",
 ]
 
 
@@ -124,14 +127,66 @@ class CommitPlan:
         return rows + values + sum(len(b) for b in self.media.values())
 
 
+@dataclass(frozen=True, slots=True)
+class StoredList:
+    """One list as loaded, in columns: position ``i`` holds message ``ids[i]``, whose digest is
+    ``digests[i]`` and whose storage body is ``bodies[i]``.
+
+    Columns, not an object per message: a SQL backend transposes the rows its driver returned
+    in one C-level ``zip``, and a 12,000-message load builds no per-row Python object.
+    """
+
+    ids: Sequence[str]
+    digests: Sequence[bytes]
+    bodies: Sequence[bytes]
+
+    @classmethod
+    def of(cls, rows: Sequence[StoredMsg]) -> StoredList:
+        return cls([r.msg_id for r in rows], [r.digest for r in rows], [r.body for r in rows])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def lists_from_rows(
+    rows: Sequence[Sequence[Any]], gap: Callable[[str, int, int], Exception]
+) -> dict[str, StoredList]:
+    """SQL rows ``(list, position, msg_id, digest, body)``, grouped by list and ordered by
+    position, as one ``StoredList`` per list.
+
+    Positions must run 0, 1, 2 ... in every list; where one does not, ``gap(list, expected,
+    found)`` is raised (a missing or duplicated live row is corruption, never skipped).
+    """
+    if not rows:
+        return {}
+    names, positions, ids, digests, bodies = zip(*rows, strict=True)
+    lists: dict[str, StoredList] = {}
+    start = 0
+    while start < len(names):
+        name = names[start]
+        stop = start + names.count(name)  # the rows of one list are contiguous
+        if positions[start:stop] != tuple(range(stop - start)):
+            for expected, found in enumerate(positions[start:stop]):
+                if found != expected:
+                    raise gap(name, expected, found)
+        lists[name] = StoredList(ids[start:stop], digests[start:stop], bodies[start:stop])
+        start = stop
+    return lists
+
+
 @dataclass(slots=True)
 class StoredState:
-    """A session as stored at one version."""
+    """A session as stored at one version (only non-empty lists).
+
+    ``may_have_media`` is False when the backend knows that no body references stored media,
+    which spares the loader from searching every body for references.
+    """
 
     version: int
-    lists: dict[str, list[StoredMsg]]
+    lists: dict[str, StoredList]
     values: dict[str, bytes]
     incarnation: str = ""
+    may_have_media: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,17 +317,17 @@ class Store(ABC):
             if state is None:
                 continue
             for name, rows in state.lists.items():
-                for position, row in enumerate(rows):
-                    text = stored_text(row).lower()
-                    if all(w in text for w in words):
+                for position, (msg_id, body) in enumerate(zip(rows.ids, rows.bodies, strict=True)):
+                    text = searchable_text(decode(body))
+                    if all(w in text.lower() for w in words):
                         hits.append(
                             SearchHit(
                                 tenant,
                                 info.session_id,
                                 name,
                                 position,
-                                row.msg_id,
-                                snippet_around(stored_text(row), words[0]),
+                                msg_id,
+                                snippet_around(text, words[0]),
                             )
                         )
                         if len(hits) >= limit:
@@ -339,11 +394,6 @@ def searchable_text(msg: Msg) -> str:
     """The text search indexes: text blocks and tool-result text."""
     parts = [msg.text, *(r.text for r in msg.tool_results)]
     return "\n".join(p for p in parts if p)
-
-
-def stored_text(row: StoredMsg) -> str:
-    """A row's searchable text, worked out from its body when the backend did not keep it."""
-    return row.text or searchable_text(decode(row.body))
 
 
 def check_base(plan: CommitPlan, version: int, incarnation: str) -> None:

@@ -36,6 +36,7 @@ from agentledger.store.base import (
     CommitPlan,
     Head,
     SessionInfo,
+    StoredList,
     StoredMsg,
     StoredState,
     VersionInfo,
@@ -442,14 +443,16 @@ class SessionLog:
     def state(self, at: int) -> StoredState:
         """The session at version ``at`` (checked by the caller)."""
         if at == self.version:
-            lists = {n: [r.item for r in live] for n, live in self.live.items() if live}
+            lists = {
+                n: StoredList.of([r.item for r in live]) for n, live in self.live.items() if live
+            }
         else:
             lists = {}
             for name, rows in self.rows.items():
                 alive = [r for r in rows if live_at(r.version_from, r.version_to, at)]
                 if alive:
                     alive.sort(key=lambda r: r.position)
-                    lists[name] = [r.item for r in alive]
+                    lists[name] = StoredList.of([r.item for r in alive])
         values = {
             n: r.raw
             for n, rows in self.values.items()

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from agentledger.errors import (
@@ -22,8 +23,9 @@ from agentledger.errors import (
     SessionNotFoundError,
     UserError,
 )
-from agentledger.messages import Msg, decode_list, decode_value, digest_of, encode_value
-from agentledger.messages.codec import encode_with_digest
+from agentledger.messages import Msg, decode_value, digest_of, encode_value
+from agentledger.messages.codec import DIGEST_SIZE, encode_with_digest
+from agentledger.messages.msg import deferred_messages
 from agentledger.store import media
 from agentledger.store.base import (
     CommitPlan,
@@ -33,6 +35,7 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
+    StoredList,
     StoredMsg,
     StoredState,
     VersionInfo,
@@ -46,6 +49,8 @@ from agentledger.store.urls import open_store
 __all__ = ["Ledger"]
 
 _RETRIES = 20
+_first, _last = itemgetter(0), itemgetter(-1)
+_OPEN_BRACE, _CLOSE_BRACE = ord("{"), ord("}")
 _TITLE_LENGTH = 80
 
 
@@ -138,12 +143,51 @@ class Ledger:
         if version is None:
             self._heads[key] = Head(
                 stored.version,
-                {name: [m.digest for m in rows] for name, rows in stored.lists.items()},
+                {name: list(rows.digests) for name, rows in stored.lists.items()},
                 {name: digest_of(raw) for name, raw in stored.values.items()},
                 stored.incarnation,
                 {name: list(msgs) for name, msgs in state.lists.items()},
             )
         return state
+
+    def _messages(
+        self, key: SessionKey, name: str, rows: StoredList, may_have_media: bool
+    ) -> list[Msg]:
+        """The loaded list as deferred messages (see ``Msg``); bodies that reference stored
+        media are decoded now, with the media put back."""
+        where = f"{self.store.location} {key.tenant}/{key.session}/{name}"
+        ids, digests, bodies = rows.ids, rows.digests, rows.bodies
+        # Cheap checks of every row, all in C: the types, the digest size, and that each body
+        # is framed as a JSON object (so a truncated or foreign body fails here, at load; bytes
+        # that are framed but still undecodable fail when the message is first read).
+        if (
+            not len(ids) == len(digests) == len(bodies)
+            or set(map(type, ids)) - {str}
+            or set(map(type, digests)) - {bytes}
+            or set(map(len, digests)) - {DIGEST_SIZE}
+            or set(map(type, bodies)) - {bytes}
+            or set(map(_first, bodies)) - {_OPEN_BRACE}
+            or set(map(_last, bodies)) - {_CLOSE_BRACE}
+        ):
+            raise CorruptStoreError(
+                f"session {key.session!r} list {name!r} holds a malformed row "
+                "(an id, digest or body of the wrong type or shape)",
+                location=where,
+            )
+        msgs = deferred_messages(ids, digests, bodies)
+        if may_have_media and any(map(media.has_refs, bodies)):
+            fetch = lambda wanted: self.store.read_media(key, wanted)  # noqa: E731
+            for position, body in enumerate(bodies):
+                if media.has_refs(body):
+                    try:
+                        msgs[position] = media.internalize(body, digests[position], fetch)
+                    except (CodecError, KeyError, ValueError) as exc:
+                        raise CorruptStoreError(
+                            f"session {key.session!r} list {name!r} position {position} "
+                            f"cannot be decoded: {exc}",
+                            location=where,
+                        ) from None
+        return msgs
 
     def messages(
         self,
@@ -157,25 +201,10 @@ class Ledger:
         return self.load(session, tenant=tenant, version=version).lists.get(name, [])
 
     def _decode(self, key: SessionKey, stored: StoredState) -> SessionState:
-        lists: dict[str, list[Msg]] = {}
-        for name, rows in stored.lists.items():
-            try:
-                if any(media.has_refs(r.body) for r in rows):
-                    fetch = lambda digests: self.store.read_media(key, digests)  # noqa: E731
-                    msgs = [
-                        media.internalize(r.body, r.digest, fetch)
-                        if media.has_refs(r.body)
-                        else decode_list([r.body], [r.digest])[0]
-                        for r in rows
-                    ]
-                else:
-                    msgs = decode_list([r.body for r in rows], [r.digest for r in rows])
-            except (CodecError, KeyError, ValueError) as exc:
-                raise CorruptStoreError(
-                    f"session {key.session!r} list {name!r} cannot be decoded: {exc}",
-                    location=f"{self.store.location} {key.tenant}/{key.session}/{name}",
-                ) from None
-            lists[name] = msgs
+        lists = {
+            name: self._messages(key, name, rows, stored.may_have_media)
+            for name, rows in stored.lists.items()
+        }
         values = {}
         for name, raw in stored.values.items():
             try:

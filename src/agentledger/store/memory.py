@@ -18,6 +18,7 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
+    StoredList,
     StoredMsg,
     StoredState,
     VersionInfo,
@@ -53,6 +54,7 @@ class _Session:
     oldest: int = 1
     title: str | None = None
     message_count: int = 0
+    has_media: bool = False  # a commit has stored media for it (see StoredState)
     live: dict[str, list[StoredMsg]] = field(default_factory=dict)
     open_rows: dict[str, list[_Row]] = field(default_factory=dict)
     rows: dict[str, list[_Row]] = field(default_factory=dict)
@@ -102,11 +104,11 @@ class MemoryStore(Store):
                 return None
             check_version(version, s.oldest, s.version)
             if version is None or version == s.version:
-                lists = {n: list(live) for n, live in s.live.items() if live}
+                lists = {n: StoredList.of(live) for n, live in s.live.items() if live}
                 values = {
                     n: r.raw for n, rows in s.values.items() for r in rows if r.version_to is None
                 }
-                return StoredState(s.version, lists, values, s.incarnation)
+                return StoredState(s.version, lists, values, s.incarnation, s.has_media)
             at = version
 
             def live_at(vf: int, vt: int | None) -> bool:
@@ -119,14 +121,14 @@ class MemoryStore(Store):
                     key=lambda r: r.position,
                 )
                 if alive:
-                    lists[name] = [r.item for r in alive]
+                    lists[name] = StoredList.of([r.item for r in alive])
             values = {
                 n: r.raw
                 for n, rows in s.values.items()
                 for r in rows
                 if live_at(r.version_from, r.version_to)
             }
-            return StoredState(at, lists, values, s.incarnation)
+            return StoredState(at, lists, values, s.incarnation, s.has_media)
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         with self._lock:
@@ -193,6 +195,7 @@ class MemoryStore(Store):
                     rows_v.append(_ValueRow(v, None, raw))
             for digest, data in plan.media.items():
                 self._blobs.setdefault((plan.key.tenant, digest), data)
+            s.has_media = s.has_media or bool(plan.media)
             s.version = v
             s.updated_at = plan.committed_at
             if plan.title is not None:

@@ -33,7 +33,7 @@ from agentledger.errors import (
     StoreUnavailableError,
 )
 from agentledger.errors import UserError as _UserError
-from agentledger.messages import digest_of
+from agentledger.messages import decode, digest_of
 from agentledger.store import postgres_schema as ddl
 from agentledger.store.base import (
     CommitPlan,
@@ -42,11 +42,12 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
-    StoredMsg,
+    StoredList,
     StoredState,
     VersionInfo,
     check_base,
     check_version,
+    lists_from_rows,
     process_lock,
     snippet_around,
 )
@@ -277,6 +278,7 @@ class PostgresStore(Store):
                     check_version(version, oldest, latest)
                     at = latest if version is None else version
                     cur = conn.cursor
+                    media = cur().execute(self._q.has_media, [sid])
                     if at == latest:
                         rows = cur(binary=True).execute(self._q.live_rows, [sid])
                         values = cur(binary=True).execute(self._q.live_values, key_args)
@@ -287,20 +289,23 @@ class PostgresStore(Store):
                 finally:
                     conn.execute("COMMIT")
             lists = self._lists(key, rows.fetchall())
-            return StoredState(at, lists, dict(values.fetchall()), str(sid))
+            may_have_media = bool(media.fetchone()[0])  # type: ignore[index]
+            return StoredState(at, lists, dict(values.fetchall()), str(sid), may_have_media)
 
         return self._read("load", run)
 
-    def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, list[StoredMsg]]:
-        lists: dict[str, list[StoredMsg]] = {}
-        for name, position, msg_id, digest, body in rows:
-            live = lists.setdefault(name, [])
-            if position != len(live):
-                raise CorruptStoreError(
-                    f"session {key.session!r} list {name!r} has no row at position {len(live)}",
-                    location=f"{self.location} {key.tenant}/{key.session}/{name}",
-                )
-            live.append(StoredMsg(msg_id, digest, body))
+    def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, StoredList]:
+        def gap(name: str, expected: int, found: int) -> CorruptStoreError:
+            return CorruptStoreError(
+                f"session {key.session!r} list {name!r} has no row at position {expected}",
+                location=f"{self.location} {key.tenant}/{key.session}/{name}",
+            )
+
+        lists = lists_from_rows(rows, gap)
+        for name, loaded in lists.items():
+            if "\ufffd" in "".join(loaded.ids):  # maybe an id whose NUL ``_text`` replaced
+                exact = [decode(body).id for body in loaded.bodies]
+                lists[name] = StoredList(exact, loaded.digests, loaded.bodies)
         return lists
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:

@@ -138,6 +138,7 @@ class Queries:
             f"SELECT name, raw FROM {s}.session_values WHERE sid = {sid} AND version_to IS NULL"
         )
         columns = "list, position, msg_id, digest, body"  # text is for search, not for loads
+        self.has_media = f"SELECT EXISTS (SELECT 1 FROM {s}.blob_refs WHERE sid = %s)"
         self.live_rows = (
             f"SELECT {columns} FROM {s}.messages WHERE sid = %s AND version_to IS NULL "
             "ORDER BY list, position"

@@ -29,11 +29,11 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
-    StoredMsg,
     StoredState,
     VersionInfo,
     check_base,
     check_version,
+    lists_from_rows,
 )
 from agentledger.store.media import blob_refs
 from agentledger.store.sqlite_schema import (
@@ -221,14 +221,18 @@ class SqliteStore(Store):
         return (_incarnation(row[0], row[1]), row[2]) if row else ("", 0)
 
     @staticmethod
-    def _session(conn: sqlite3.Connection, key: SessionKey) -> tuple[int, int, int, str] | None:
-        """``(sid, version, oldest_version, incarnation)`` of a session, or None."""
+    def _session(
+        conn: sqlite3.Connection, key: SessionKey
+    ) -> tuple[int, int, int, str, bool] | None:
+        """``(sid, version, oldest_version, incarnation, has_media)`` of a session, or None."""
         row = conn.execute(
-            "SELECT sid, version, oldest_version, created_at FROM sessions "
+            "SELECT sid, version, oldest_version, created_at, has_media FROM sessions "
             "WHERE tenant = ? AND session = ?",
             (key.tenant, key.session),
         ).fetchone()
-        return (row[0], row[1], row[2], _incarnation(row[0], row[3])) if row else None
+        if row is None:
+            return None
+        return (row[0], row[1], row[2], _incarnation(row[0], row[3]), bool(row[4]))
 
     @_translated
     def read_head(self, key: SessionKey) -> Head | None:
@@ -236,7 +240,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return None
-            sid, version, _, incarnation = found
+            sid, version, _, incarnation, _ = found
             rows = conn.execute(
                 "SELECT list, position, digest FROM messages "
                 "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
@@ -268,7 +272,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return None
-            sid, latest, oldest, incarnation = found
+            sid, latest, oldest, incarnation, has_media = found
             check_version(version, oldest, latest)
             if version is None or version == latest:
                 at = latest
@@ -288,19 +292,8 @@ class SqliteStore(Store):
                 rows.sort(key=lambda r: (r[0], r[1]))
                 value_rows = _rows_live_at("session_values", "name, raw")
                 values = conn.execute(value_rows, params).fetchall()
-        lists: dict[str, list[StoredMsg]] = {}
-        for name, position, msg_id, digest, body in rows:
-            items = lists.setdefault(name, [])
-            if position != len(items):
-                raise self._gap(key, name, len(items), position)
-            if type(body) is not bytes or type(digest) is not bytes:
-                raise CorruptStoreError(
-                    f"session {key.session!r} list {name!r} position {position}: "
-                    "body or digest is not a blob",
-                    location=f"{self.location} {key.tenant}/{key.session}/{name}/{position}",
-                )
-            items.append(StoredMsg(msg_id, digest, body))
-        return StoredState(at, lists, dict(values), incarnation)
+        lists = lists_from_rows(rows, lambda name, want, got: self._gap(key, name, want, got))
+        return StoredState(at, lists, dict(values), incarnation, may_have_media=has_media)
 
     @_translated
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -393,8 +386,11 @@ class SqliteStore(Store):
             else:
                 sid, stored, created = found
                 check_base(plan, stored, _incarnation(sid, created))
+            media_written = False
             for write in plan.lists:
-                self._write_list(conn, key.tenant, sid, version, write)
+                media_written |= self._write_list(conn, key.tenant, sid, version, write)
+            if media_written:
+                conn.execute("UPDATE sessions SET has_media = 1 WHERE sid = ?", (sid,))
             for name, raw in plan.values.items():
                 conn.execute(
                     "UPDATE session_values SET version_to = ? "
@@ -430,7 +426,8 @@ class SqliteStore(Store):
     @staticmethod
     def _write_list(
         conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite
-    ) -> None:
+    ) -> bool:
+        """Apply one list's changes; True if a row it wrote references stored media."""
         where_live = "sid = ? AND list = ? AND version_to IS NULL"
         top = conn.execute(
             f"SELECT max(position) FROM messages WHERE {where_live}", (sid, write.name)
@@ -446,6 +443,7 @@ class SqliteStore(Store):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         plain = []
+        media_written = False
         name = write.name
         for position, m in write.puts:
             row = (sid, name, position, version, m.msg_id, m.digest, m.text, m.body)
@@ -453,6 +451,7 @@ class SqliteStore(Store):
             if not refs:
                 plain.append(row)
                 continue
+            media_written = True
             row_id = conn.execute(insert, row).lastrowid
             conn.executemany(
                 "INSERT OR IGNORE INTO blob_refs (tenant, digest, row_id) VALUES (?, ?, ?)",
@@ -464,6 +463,7 @@ class SqliteStore(Store):
                 f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ?",
                 (version, sid, write.name, write.length),
             )
+        return media_written
 
     @_translated
     def delete(self, key: SessionKey) -> bool:
@@ -492,7 +492,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return 0
-            sid, latest, oldest, _ = found
+            sid, latest, oldest, _, _ = found
             new_oldest = max(oldest, latest - keep_last + 1)
             removed = 0
             for table in ("messages", "session_values"):

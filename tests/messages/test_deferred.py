@@ -1,0 +1,104 @@
+"""Deferred messages: what a load returns, decoded on first read and equal to what was saved."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import pytest
+
+from agentledger import Ledger, Msg
+from agentledger.errors import CorruptStoreError
+from agentledger.messages import decode, encode
+from agentledger.messages.msg import deferred_messages
+from agentledger.testing.samples import every_block_message
+
+
+def _deferred(msgs: list[Msg]) -> list[Msg]:
+    return deferred_messages(
+        [m.id for m in msgs], [m.digest for m in msgs], [encode(m) for m in msgs]
+    )
+
+
+def test_fields_decode_on_first_read_and_equal_the_original() -> None:
+    originals = every_block_message()
+    loaded = _deferred(originals)
+    assert all(m._stored is not None for m in loaded)
+    for m, original in zip(loaded, originals, strict=True):
+        assert m.content == original.content
+        assert (m.role, m.name, m.metadata, m.usage, m.created_at) == (
+            original.role,
+            original.name,
+            original.metadata,
+            original.usage,
+            original.created_at,
+        )
+        assert m._stored is None  # decoded once, the bytes dropped
+
+
+def test_identity_digest_equality_and_encoding_need_no_decoding() -> None:
+    originals = every_block_message()
+    loaded = _deferred(originals)
+    assert loaded == originals and [hash(m) for m in loaded] == [hash(m) for m in originals]
+    assert [encode(m) for m in loaded] == [encode(m) for m in originals]
+    assert [m.id for m in loaded] == [m.id for m in originals]
+    assert all(m._stored is not None for m in loaded)
+
+
+def test_a_deferred_message_behaves_like_any_other() -> None:
+    (original,) = _deferred([Msg.user("hello", id="a", metadata={"k": b"\x00\x01"})])
+    (loaded,) = _deferred([original])
+    assert pickle.loads(pickle.dumps(loaded)) == original
+    (loaded,) = _deferred([original])
+    assert repr(loaded) == repr(original)
+    (loaded,) = _deferred([original])
+    edited = loaded.replace(content="bye")
+    assert edited.id == "a" and edited.text == "bye" and edited.metadata["k"] == b"\x00\x01"
+    (loaded,) = _deferred([original])
+    with pytest.raises(AttributeError, match="immutable"):
+        loaded.role = "system"  # type: ignore[misc]
+    assert not hasattr(loaded, "no_such_field") and loaded._stored is not None
+
+
+def test_undecodable_bytes_fail_on_first_read_every_time() -> None:
+    good = Msg.user("fine", id="good")
+    (bad,) = deferred_messages(["bad"], [good.digest], [b'{"id":"bad","role":"nobody"}'])
+    for _ in range(2):
+        with pytest.raises(CorruptStoreError, match="'bad' cannot be decoded"):
+            bad.content  # noqa: B018
+    (other,) = deferred_messages(["bad"], [good.digest], [encode(good)])
+    with pytest.raises(CorruptStoreError, match="hold message 'good'"):
+        other.role  # noqa: B018
+
+
+def test_threads_reading_one_message_all_see_it_whole() -> None:
+    originals = every_block_message() * 50
+    loaded = _deferred(originals)
+    seen: list[list[object]] = [[] for _ in range(4)]
+
+    def read(out: list[object]) -> None:
+        out.extend((m.content, m.created_at) for m in loaded)
+
+    threads = [threading.Thread(target=read, args=(out,)) for out in seen]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected = [(m.content, m.created_at) for m in originals]
+    assert all(out == expected for out in seen)
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite"])
+def test_a_loaded_session_is_deferred_and_saves_back_as_a_no_op(url: str, tmp_path: object) -> None:
+    if url == "sqlite":
+        url = f"sqlite:///{tmp_path}/s.db"
+    with Ledger(url) as ledger:
+        msgs = [Msg.user(f"message {i}", id=f"m{i}") for i in range(50)]
+        ledger.save("s", msgs)
+        with Ledger(ledger.store) as fresh:
+            loaded = fresh.messages("s")
+            assert all(m._stored is not None for m in loaded)
+            assert fresh.save("s", loaded).noop
+            assert all(m._stored is not None for m in loaded)  # saving decoded nothing
+            assert [m.text for m in loaded] == [m.text for m in msgs]
+            assert loaded == [decode(encode(m)) for m in msgs]
