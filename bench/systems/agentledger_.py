@@ -29,7 +29,7 @@ class AgentLedger(System):
         "grow": "Ledger.save(session, live) after each turn (the planner appends the turn)",
         "edit": "live[i] = msg.replace(...); Ledger.save(session, live) (writes that row)",
         "noop": "Ledger.save(session, reloaded) on a fresh Ledger (plans no write)",
-        "reload": "Ledger(url).messages(session) on a fresh Ledger",
+        "reload": "Ledger(url).messages(session) on a fresh Ledger (decoded on first read)",
     }
 
     def __init__(self, *, backend: str, **kw: Any) -> None:
@@ -189,3 +189,8 @@ class AgentLedger(System):
 
     def tool_text(self, loaded: Any, position: int) -> str:
         return loaded[position].tool_results[0].output[0].text
+
+    def read_all(self, loaded: Any) -> bool:
+        for m in loaded:
+            m.content  # noqa: B018 - the first read decodes the message
+        return True

@@ -15,7 +15,8 @@ B  edit: replace the middle tool result by a 200-character preview, persist it w
 C  no-op: reload into a fresh object and persist the unchanged list (median of up to
    ``REPEATS``).
 D  reload: load into a fresh object; check ids and the edits (median of up to ``RELOADS``, each
-   into its own fresh object).
+   into its own fresh object). A system whose load defers decoding (agentledger's) also reports
+   the first read of every message after a load.
 
 Standard library only (peer systems run in their own virtual environment).
 """
@@ -126,6 +127,11 @@ class System:
 
     def tool_text(self, loaded: Any, position: int) -> str:
         raise NotImplementedError
+
+    def read_all(self, loaded: Any) -> bool:
+        """Read every field of every loaded message, for a system whose load defers decoding;
+        return False (the default) if its load already decoded everything."""
+        return False
 
     def storage_bytes(self) -> int | None:
         """Size of the system's own store, or None if it keeps nothing on disk."""
@@ -385,9 +391,15 @@ def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
         system.close(handle)
         if sum(op.seconds for op in reloads) > REPEAT_BUDGET:
             break
+    # ... and, where the load defers decoding, the first read of every message afterwards
+    handle = system.open()
+    fresh = system.load(handle)
+    read_all = measure(lambda: system.read_all(fresh))
+    system.close(handle)
     emit(
         {
             "scenario": "reload",
+            "read_all_seconds": read_all.seconds if read_all.value else None,
             "seconds": statistics.median(op.seconds for op in reloads),
             "seconds_first": reloads[0].seconds,
             "samples": len(reloads),
