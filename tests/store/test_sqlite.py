@@ -444,6 +444,37 @@ def test_corrupt_body_fails_its_session_only(open_ledger: OpenLedger, db_path: P
     assert open_ledger().messages("good")[0].text == "fine"
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE messages SET body = x'' WHERE msg_id = 'm1'",
+        "UPDATE messages SET body = substr(body, 1, 10) WHERE msg_id = 'm1'",
+        "UPDATE messages SET body = 'not bytes' WHERE msg_id = 'm1'",
+        "UPDATE messages SET digest = x'0102' WHERE msg_id = 'm1'",
+        "UPDATE messages SET msg_id = x'01' WHERE msg_id = 'm1'",
+    ],
+)
+def test_a_malformed_row_fails_the_load(
+    open_ledger: OpenLedger, db_path: Path, damage: str
+) -> None:
+    open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
+    _sql(db_path, damage)
+    with pytest.raises(CorruptStoreError, match="malformed row") as info:
+        open_ledger().load("s")
+    assert info.value.location is not None and info.value.location.endswith("/s/context")
+
+
+def test_a_framed_but_undecodable_body_fails_on_first_read(
+    open_ledger: OpenLedger, db_path: Path
+) -> None:
+    open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
+    _sql(db_path, """UPDATE messages SET body = CAST('{"id":"m1"}' AS BLOB) WHERE msg_id = 'm1'""")
+    loaded = open_ledger().messages("s")
+    assert loaded[0].text == "m0" and loaded[2].text == "m2"
+    with pytest.raises(CorruptStoreError, match="'m1' cannot be decoded"):
+        loaded[1].text  # noqa: B018
+
+
 def test_missing_live_row_is_reported_not_skipped(open_ledger: OpenLedger, db_path: Path) -> None:
     open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
     _sql(db_path, "DELETE FROM messages WHERE msg_id = 'm1'")

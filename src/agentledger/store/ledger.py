@@ -60,6 +60,24 @@ def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:
     return StoredMsg(msg.id, digest, body, searchable_text(msg)), blobs
 
 
+def _malformed(ids: Sequence[str], digests: Sequence[bytes], bodies: Sequence[bytes]) -> bool:
+    """Cheap checks of every loaded row, all in C: the types, the digest size, and that each
+    body is framed as a JSON object. A truncated or foreign body fails here, at load; bytes
+    that are framed but still undecodable fail when the message is first read."""
+    try:
+        return bool(
+            not len(ids) == len(digests) == len(bodies)
+            or set(map(type, ids)) - {str}
+            or set(map(type, digests)) - {bytes}
+            or set(map(len, digests)) - {DIGEST_SIZE}
+            or set(map(type, bodies)) - {bytes}
+            or set(map(_first, bodies)) - {_OPEN_BRACE}
+            or set(map(_last, bodies)) - {_CLOSE_BRACE}
+        )
+    except IndexError:  # an empty body
+        return True
+
+
 def _title_of(messages: Sequence[Msg]) -> str | None:
     for msg in messages:
         if msg.role == "user" and msg.text.strip():
@@ -157,18 +175,7 @@ class Ledger:
         media are decoded now, with the media put back."""
         where = f"{self.store.location} {key.tenant}/{key.session}/{name}"
         ids, digests, bodies = rows.ids, rows.digests, rows.bodies
-        # Cheap checks of every row, all in C: the types, the digest size, and that each body
-        # is framed as a JSON object (so a truncated or foreign body fails here, at load; bytes
-        # that are framed but still undecodable fail when the message is first read).
-        if (
-            not len(ids) == len(digests) == len(bodies)
-            or set(map(type, ids)) - {str}
-            or set(map(type, digests)) - {bytes}
-            or set(map(len, digests)) - {DIGEST_SIZE}
-            or set(map(type, bodies)) - {bytes}
-            or set(map(_first, bodies)) - {_OPEN_BRACE}
-            or set(map(_last, bodies)) - {_CLOSE_BRACE}
-        ):
+        if _malformed(ids, digests, bodies):
             raise CorruptStoreError(
                 f"session {key.session!r} list {name!r} holds a malformed row "
                 "(an id, digest or body of the wrong type or shape)",
