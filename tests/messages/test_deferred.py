@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import threading
 
 import pytest
 
-from agentledger import Ledger, Msg
+from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import CorruptStoreError
 from agentledger.messages import decode, encode
+from agentledger.messages.codec import decode_deferred
 from agentledger.messages.msg import deferred_messages
 from agentledger.testing.samples import every_block_message
 
@@ -102,3 +104,34 @@ def test_a_loaded_session_is_deferred_and_saves_back_as_a_no_op(url: str, tmp_pa
             assert all(m._stored is not None for m in loaded)  # saving decoded nothing
             assert [m.text for m in loaded] == [m.text for m in msgs]
             assert loaded == [decode(encode(m)) for m in msgs]
+
+
+def test_decode_deferred_decodes_in_one_go_and_names_a_bad_message() -> None:
+    originals = every_block_message()
+    loaded = _deferred(originals)
+    decode_deferred(loaded)
+    assert all(m._stored is None for m in loaded)
+    assert [m.content for m in loaded] == [m.content for m in originals]
+    decode_deferred(loaded)  # nothing left to do
+
+    good = Msg.user("fine", id="good")
+    mixed = deferred_messages(
+        ["good", "bad"], [good.digest, good.digest], [encode(good), b'{"id":"bad"}']
+    )
+    with pytest.raises(CorruptStoreError, match="'bad' cannot be decoded"):
+        decode_deferred(mixed)
+    assert mixed[0].text == "fine"
+
+
+def test_async_loads_arrive_decoded(tmp_path: object) -> None:
+    async def main() -> None:
+        async with AsyncLedger(f"sqlite:///{tmp_path}/s.db") as ledger:
+            msgs = [Msg.user(f"message {i}", id=f"m{i}") for i in range(20)]
+            await ledger.save("s", msgs)
+            async with AsyncLedger(ledger.store) as fresh:
+                loaded = await fresh.messages("s")
+                state = await fresh.load("s")
+            assert all(m._stored is None for m in [*loaded, *state.context])
+            assert loaded == msgs and state.context == msgs
+
+    asyncio.run(main())

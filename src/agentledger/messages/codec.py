@@ -45,6 +45,7 @@ from agentledger.messages.values import (
 __all__ = [
     "canonical_bytes",
     "decode",
+    "decode_deferred",
     "decode_list",
     "decode_many",
     "decode_value",
@@ -163,10 +164,17 @@ def _fill_deferred(msg: Msg) -> None:
         return
     try:
         rec = _decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError) as exc:
+        raise CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {exc}") from None
+    _fill_from_record(msg, rec)
+
+
+def _fill_from_record(msg: Msg, rec: _MsgRecord) -> None:
+    try:
         if rec.id != msg.id:
             raise CodecError(f"its bytes hold message {rec.id!r}")
         full = _from_record(rec)
-    except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError) as exc:
+    except CodecError as exc:
         raise CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {exc}") from None
     _set_role(msg, full.role)
     _set_content(msg, full.content)
@@ -175,6 +183,27 @@ def _fill_deferred(msg: Msg) -> None:
     _set_usage(msg, full.usage)
     _set_created_at(msg, full.created_at)
     _set_stored(msg, None)
+
+
+def decode_deferred(msgs: Iterable[Msg]) -> None:
+    """Decode every still-deferred message of ``msgs`` now, in one decoder call.
+
+    For code that wants the decoding done at a time and on a thread of its choosing, such as
+    ``AsyncLedger``, which decodes in its worker thread so that an event loop never does.
+    Raises ``CorruptStoreError`` for a message whose stored bytes cannot be decoded.
+    """
+    pending = [(m, m._stored) for m in msgs]
+    pending = [(m, body) for m, body in pending if body is not None]
+    if not pending:
+        return
+    try:
+        records = _decode_records([body for _, body in pending])
+    except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError):
+        for m, _ in pending:  # one at a time, so the error names the message
+            _fill_deferred(m)
+        raise
+    for (m, _), rec in zip(pending, records, strict=True):
+        _fill_from_record(m, rec)
 
 
 def encode_many(msgs: Iterable[Msg]) -> bytes:

@@ -1,7 +1,9 @@
 """``AsyncLedger``: the ledger for asyncio code (the agent loop, the server).
 
 Backends are synchronous and thread-safe, so each call runs in a worker thread
-(``asyncio.to_thread``) and the event loop never blocks on disk or network I/O.
+(``asyncio.to_thread``) and the event loop never blocks on disk or network I/O. Loaded messages
+are decoded in that thread too (a ``Ledger`` defers it to the first read, which would otherwise
+happen on the loop).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from agentledger.messages import Msg
+from agentledger.messages.codec import decode_deferred
 from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo
 from agentledger.store.ids import DEFAULT_TENANT
 from agentledger.store.ledger import Ledger
@@ -42,7 +45,13 @@ class AsyncLedger:
     async def load(
         self, session: str, *, tenant: str | None = None, version: int | None = None
     ) -> SessionState:
-        return await asyncio.to_thread(self.sync.load, session, tenant=tenant, version=version)
+        def load_decoded() -> SessionState:
+            state = self.sync.load(session, tenant=tenant, version=version)
+            for msgs in state.lists.values():
+                decode_deferred(msgs)
+            return state
+
+        return await asyncio.to_thread(load_decoded)
 
     async def messages(
         self,
@@ -52,9 +61,12 @@ class AsyncLedger:
         tenant: str | None = None,
         version: int | None = None,
     ) -> list[Msg]:
-        return await asyncio.to_thread(
-            self.sync.messages, session, name, tenant=tenant, version=version
-        )
+        def messages_decoded() -> list[Msg]:
+            msgs = self.sync.messages(session, name, tenant=tenant, version=version)
+            decode_deferred(msgs)
+            return msgs
+
+        return await asyncio.to_thread(messages_decoded)
 
     async def save(
         self,
