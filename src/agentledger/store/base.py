@@ -160,6 +160,12 @@ def lists_from_rows(
     if not rows:
         return {}
     names, positions, ids, digests, bodies = zip(*rows, strict=True)
+    if names[0] == names[-1]:  # one list (the rows of a list are contiguous): no slicing
+        if positions != tuple(range(len(positions))):
+            for expected, found in enumerate(positions):
+                if found != expected:
+                    raise gap(names[0], expected, found)
+        return {names[0]: StoredList(ids, digests, bodies)}
     lists: dict[str, StoredList] = {}
     start = 0
     while start < len(names):
