@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import sys
 import threading
 
 import pytest
@@ -73,21 +74,34 @@ def test_undecodable_bytes_fail_on_first_read_every_time() -> None:
         other.role  # noqa: B018
 
 
+def _read_all(loaded: list[Msg], out: list[object], errors: list[BaseException]) -> None:
+    try:
+        out.extend((m.content, m.created_at, m.role) for m in loaded)
+    except BaseException as exc:
+        errors.append(exc)
+
+
 def test_threads_reading_one_message_all_see_it_whole() -> None:
-    originals = every_block_message() * 50
-    loaded = _deferred(originals)
-    seen: list[list[object]] = [[] for _ in range(4)]
-
-    def read(out: list[object]) -> None:
-        out.extend((m.content, m.created_at) for m in loaded)
-
-    threads = [threading.Thread(target=read, args=(out,)) for out in seen]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    expected = [(m.content, m.created_at) for m in originals]
-    assert all(out == expected for out in seen)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up
+    try:
+        for _ in range(40):
+            originals = every_block_message() * 20
+            loaded = _deferred(originals)
+            seen: list[list[object]] = [[] for _ in range(6)]
+            errors: list[BaseException] = []
+            threads = [
+                threading.Thread(target=_read_all, args=(loaded, out, errors)) for out in seen
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors
+            expected = [(m.content, m.created_at, m.role) for m in originals]
+            assert all(out == expected for out in seen)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 @pytest.mark.parametrize("url", ["memory://", "sqlite"])

@@ -153,9 +153,10 @@ class Msg:
 
     def __getattr__(self, name: str) -> Any:
         # Reached only when a slot is unset: a deferred message's fields before decoding.
-        if name in _DEFERRED_FIELDS and self._stored is not None:
+        if name in _DEFERRED_FIELDS:
             from agentledger.messages.codec import _fill_deferred
 
+            # a no-op if another thread has just finished decoding it: the fields are set
             _fill_deferred(self)
             return object.__getattribute__(self, name)
         raise AttributeError(f"'Msg' object has no attribute {name!r}")
