@@ -13,7 +13,6 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any
 
 from agentledger.errors import (
@@ -24,8 +23,7 @@ from agentledger.errors import (
     UserError,
 )
 from agentledger.messages import Msg, decode_value, digest_of, encode_value
-from agentledger.messages.codec import DIGEST_SIZE, encode_with_digest
-from agentledger.messages.msg import deferred_messages
+from agentledger.messages.codec import encode_with_digest
 from agentledger.store import media
 from agentledger.store.base import (
     CommitPlan,
@@ -35,13 +33,13 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
-    StoredList,
     StoredMsg,
     StoredState,
     VersionInfo,
     searchable_text,
 )
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
+from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import diff_list
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
 from agentledger.store.urls import open_store
@@ -49,8 +47,6 @@ from agentledger.store.urls import open_store
 __all__ = ["Ledger"]
 
 _RETRIES = 20
-_first, _last = itemgetter(0), itemgetter(-1)
-_OPEN_BRACE, _CLOSE_BRACE = ord("{"), ord("}")
 _TITLE_LENGTH = 80
 
 
@@ -58,24 +54,6 @@ def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:
     canonical, digest = encode_with_digest(msg)
     body, blobs = media.externalize(msg, canonical)
     return StoredMsg(msg.id, digest, body, searchable_text(msg)), blobs
-
-
-def _malformed(ids: Sequence[str], digests: Sequence[bytes], bodies: Sequence[bytes]) -> bool:
-    """Cheap checks of every loaded row, all in C: the types, the digest size, and that each
-    body is framed as a JSON object. A truncated or foreign body fails here, at load; bytes
-    that are framed but still undecodable fail when the message is first read."""
-    try:
-        return bool(
-            not len(ids) == len(digests) == len(bodies)
-            or set(map(type, ids)) - {str}
-            or set(map(type, digests)) - {bytes}
-            or set(map(len, digests)) - {DIGEST_SIZE}
-            or set(map(type, bodies)) - {bytes}
-            or set(map(_first, bodies)) - {_OPEN_BRACE}
-            or set(map(_last, bodies)) - {_CLOSE_BRACE}
-        )
-    except IndexError:  # an empty body
-        return True
 
 
 def _title_of(messages: Sequence[Msg]) -> str | None:
@@ -168,34 +146,6 @@ class Ledger:
             )
         return state
 
-    def _messages(
-        self, key: SessionKey, name: str, rows: StoredList, may_have_media: bool
-    ) -> list[Msg]:
-        """The loaded list as deferred messages (see ``Msg``); bodies that reference stored
-        media are decoded now, with the media put back."""
-        where = f"{self.store.location} {key.tenant}/{key.session}/{name}"
-        ids, digests, bodies = rows.ids, rows.digests, rows.bodies
-        if _malformed(ids, digests, bodies):
-            raise CorruptStoreError(
-                f"session {key.session!r} list {name!r} holds a malformed row "
-                "(an id, digest or body of the wrong type or shape)",
-                location=where,
-            )
-        msgs = deferred_messages(ids, digests, bodies)
-        if may_have_media and any(map(media.has_refs, bodies)):
-            fetch = lambda wanted: self.store.read_media(key, wanted)  # noqa: E731
-            for position, body in enumerate(bodies):
-                if media.has_refs(body):
-                    try:
-                        msgs[position] = media.internalize(body, digests[position], fetch)
-                    except (CodecError, KeyError, ValueError) as exc:
-                        raise CorruptStoreError(
-                            f"session {key.session!r} list {name!r} position {position} "
-                            f"cannot be decoded: {exc}",
-                            location=where,
-                        ) from None
-        return msgs
-
     def messages(
         self,
         session: str,
@@ -209,7 +159,12 @@ class Ledger:
 
     def _decode(self, key: SessionKey, stored: StoredState) -> SessionState:
         lists = {
-            name: self._messages(key, name, rows, stored.may_have_media)
+            name: loaded_messages(
+                rows,
+                where=f"{self.store.location} {key.tenant}/{key.session}/{name}",
+                may_have_media=stored.may_have_media,
+                read_media=lambda wanted: self.store.read_media(key, wanted),
+            )
             for name, rows in stored.lists.items()
         }
         values = {}
