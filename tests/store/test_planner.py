@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentledger import Ledger, Msg
+from agentledger import Ledger, Msg, UserError
 from agentledger.store.planner import diff_list
 
 
@@ -81,3 +81,18 @@ def test_a_ledger_skips_the_objects_it_saved_and_loaded(
     assert report.replaced == 1 and not report.appended
     assert compared == ["m300"]  # only the position that holds another object
     assert Ledger(ledger.store).messages("s")[300].text == "edited"
+
+
+def test_a_ledger_remembers_a_bounded_number_of_sessions() -> None:
+    ledger = Ledger("memory://", cached_sessions=2)
+    lists = {name: _msgs(50, name) for name in ("a", "b", "c")}
+    for name, msgs in lists.items():
+        ledger.save(name, msgs)
+    assert len(ledger._heads) == 2  # "a", the least recently used, is forgotten
+    lists["a"].append(Msg.user("more", id="more"))
+    report = ledger.save("a", lists["a"])  # planned against digests read back from the store
+    assert (report.appended, report.replaced, report.truncated) == (1, 0, 0)
+    assert Ledger(ledger.store).messages("a") == lists["a"]
+    assert [k.session for k in ledger._heads] == ["c", "a"]
+    with pytest.raises(UserError, match="cached_sessions"):
+        Ledger("memory://", cached_sessions=0)

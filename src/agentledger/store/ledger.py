@@ -10,6 +10,7 @@ version still matches it, so another process's commit is never planned against s
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -71,13 +72,27 @@ class Ledger:
     ``postgresql://...``; ``Ledger()`` opens SQLite in the user data directory. A ``Store``
     instance is accepted too (and left open by ``close``, since the caller owns it). ``tenant`` is
     the default for every call that does not name one.
+
+    The ledger remembers, for the ``cached_sessions`` sessions it used most recently, what it
+    last committed or loaded (digests and the ``Msg`` objects), which is what makes the next
+    save of such a session cheap. A session it has forgotten is read back from the store on its
+    next save: memory stays bounded however many sessions one ledger serves.
     """
 
-    def __init__(self, url: str | Store | None = None, *, tenant: str = DEFAULT_TENANT) -> None:
+    def __init__(
+        self,
+        url: str | Store | None = None,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        cached_sessions: int = 64,
+    ) -> None:
+        if cached_sessions < 1:
+            raise UserError("cached_sessions must be at least 1")
         self._owns_store = not isinstance(url, Store)
         self.store: Store = url if isinstance(url, Store) else open_store(url)
         self.tenant = check_id(tenant, "tenant id")
-        self._heads: dict[SessionKey, Head] = {}
+        self._heads: OrderedDict[SessionKey, Head] = OrderedDict()
+        self._cached_sessions = cached_sessions
         self._guard = threading.Lock()
         self._key_locks: dict[SessionKey, threading.Lock] = {}
         self.store.setup()
@@ -118,8 +133,21 @@ class Ledger:
         ):
             return cached
         head = self.store.read_head(key) or Head(0, {}, {})
-        self._heads[key] = head
+        self._keep(key, head)
         return head
+
+    def _keep(self, key: SessionKey, head: Head) -> None:
+        """Cache ``head`` as the most recently used; forget the least recently used beyond
+        ``cached_sessions``."""
+        with self._guard:
+            self._heads[key] = head
+            self._heads.move_to_end(key)
+            while len(self._heads) > self._cached_sessions:
+                self._heads.popitem(last=False)
+
+    def _forget(self, key: SessionKey) -> None:
+        with self._guard:
+            self._heads.pop(key, None)
 
     # -- reading -------------------------------------------------------------------------
     def load(
@@ -137,12 +165,15 @@ class Ledger:
             return SessionState()
         state = self._decode(key, stored)
         if version is None:
-            self._heads[key] = Head(
-                stored.version,
-                {name: list(rows.digests) for name, rows in stored.lists.items()},
-                {name: digest_of(raw) for name, raw in stored.values.items()},
-                stored.incarnation,
-                {name: list(msgs) for name, msgs in state.lists.items()},
+            self._keep(
+                key,
+                Head(
+                    stored.version,
+                    {name: list(rows.digests) for name, rows in stored.lists.items()},
+                    {name: digest_of(raw) for name, raw in stored.values.items()},
+                    stored.incarnation,
+                    {name: list(msgs) for name, msgs in state.lists.items()},
+                ),
             )
         return state
 
@@ -261,18 +292,19 @@ class Ledger:
                 if plan is None:
                     # the lists are equal to what is committed: remember these objects
                     head.messages.update((name, list(msgs)) for name, msgs in lists.items())
+                    self._keep(key, head)
                     return SaveReport(version=head.version, noop=True)
                 try:
                     incarnation = self.store.commit(plan) or ""
                 except ConflictError:
-                    self._heads.pop(key, None)
+                    self._forget(key)
                     if expected_version is not None:
                         raise
                     continue
                 except BaseException:
-                    self._heads.pop(key, None)  # unknown outcome: re-read next time
+                    self._forget(key)  # unknown outcome: re-read next time
                     raise
-                self._heads[key] = self._advance(head, plan, incarnation, lists)
+                self._keep(key, self._advance(head, plan, incarnation, lists))
                 return SaveReport(
                     version=plan.version,
                     noop=False,
@@ -376,7 +408,7 @@ class Ledger:
         """Delete a session and all its history. True if it existed."""
         key = self.key(session, tenant)
         with self._lock_for(key):
-            self._heads.pop(key, None)
+            self._forget(key)
             return self.store.delete(key)
 
     def purge_history(self, session: str, *, keep_last: int = 1, tenant: str | None = None) -> int:
