@@ -527,7 +527,7 @@ def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None)
         "time of the last 10% of the per-turn saves of the grow. *Writes* are bytes the process "
         "dirtied in the page cache (`/proc/self/io` `write_bytes`, 4 KiB pages, SQLite's WAL "
         "included). *No-op* is persisting a reloaded, unchanged list. Edit, no-op and reload "
-        "are medians of up to 5, 5 and 3 runs (fewer once a scenario's runs passed 1 s: a slow "
+        "are medians of up to 5, 5 and 7 runs (fewer once a scenario's runs passed 1 s: a slow "
         "operation needs no second sample).\n\n",
         ratio_table(results, n),
         "\n¹ The grow ran out of its time budget; the append cost was measured on a store "

@@ -38,7 +38,7 @@ __all__ = ["NotApplicable", "System", "emit", "run_scenarios"]
 
 EDITS = 5  # tool results edited in B (the middle one first), for a median
 REPEATS = 5  # no-op saves in C
-RELOADS = 3  # reloads in D, each into a fresh object
+RELOADS = 7  # reloads in D, each into a fresh object (a fast one varies most run to run)
 REPEAT_BUDGET = 1.0  # seconds: no further samples once a scenario's samples took this long
 
 
