@@ -159,23 +159,20 @@ def lists_from_rows(
     """
     if not rows:
         return {}
-    names, positions, ids, digests, bodies = zip(*rows, strict=True)
-    if names[0] == names[-1]:  # one list (the rows of a list are contiguous): no slicing
-        if positions != tuple(range(len(positions))):
-            for expected, found in enumerate(positions):
-                if found != expected:
-                    raise gap(names[0], expected, found)
-        return {names[0]: StoredList(ids, digests, bodies)}
+    names, *columns = zip(*rows, strict=True)
     lists: dict[str, StoredList] = {}
     start = 0
     while start < len(names):
         name = names[start]
-        stop = start + names.count(name)  # the rows of one list are contiguous
-        if positions[start:stop] != tuple(range(stop - start)):
-            for expected, found in enumerate(positions[start:stop]):
+        stop = start + names.count(name)  # the rows of one list are adjacent
+        # the usual single list keeps the zipped columns as they are, uncopied
+        whole = stop - start == len(names)
+        positions, ids, digests, bodies = columns if whole else [c[start:stop] for c in columns]
+        if positions != tuple(range(stop - start)):
+            for expected, found in enumerate(positions):
                 if found != expected:
                     raise gap(name, expected, found)
-        lists[name] = StoredList(ids[start:stop], digests[start:stop], bodies[start:stop])
+        lists[name] = StoredList(ids, digests, bodies)
         start = stop
     return lists
 

@@ -386,10 +386,9 @@ class SqliteStore(Store):
             else:
                 sid, stored, created = found
                 check_base(plan, stored, _incarnation(sid, created))
-            media_written = False
             for write in plan.lists:
-                media_written |= self._write_list(conn, key.tenant, sid, version, write)
-            if media_written:
+                self._write_list(conn, key.tenant, sid, version, write)
+            if plan.media:  # a row now references stored media (see StoredState)
                 conn.execute("UPDATE sessions SET has_media = 1 WHERE sid = ?", (sid,))
             for name, raw in plan.values.items():
                 conn.execute(
@@ -426,8 +425,7 @@ class SqliteStore(Store):
     @staticmethod
     def _write_list(
         conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite
-    ) -> bool:
-        """Apply one list's changes; True if a row it wrote references stored media."""
+    ) -> None:
         where_live = "sid = ? AND list = ? AND version_to IS NULL"
         top = conn.execute(
             f"SELECT max(position) FROM messages WHERE {where_live}", (sid, write.name)
@@ -443,7 +441,6 @@ class SqliteStore(Store):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         plain = []
-        media_written = False
         name = write.name
         for position, m in write.puts:
             row = (sid, name, position, version, m.msg_id, m.digest, m.text, m.body)
@@ -451,7 +448,6 @@ class SqliteStore(Store):
             if not refs:
                 plain.append(row)
                 continue
-            media_written = True
             row_id = conn.execute(insert, row).lastrowid
             conn.executemany(
                 "INSERT OR IGNORE INTO blob_refs (tenant, digest, row_id) VALUES (?, ?, ?)",
@@ -463,7 +459,6 @@ class SqliteStore(Store):
                 f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ?",
                 (version, sid, write.name, write.length),
             )
-        return media_written
 
     @_translated
     def delete(self, key: SessionKey) -> bool:
