@@ -74,6 +74,17 @@ def test_undecodable_bytes_fail_on_first_read_every_time() -> None:
         other.role  # noqa: B018
 
 
+def test_stored_bytes_that_do_not_match_their_digest_are_not_passed_on() -> None:
+    good = Msg.user("fine", id="m")
+    altered = encode(Msg.user("fake", id="m", created_at=good.created_at))
+    (loaded,) = deferred_messages(["m"], [good.digest], [altered])
+    for leave in (encode, pickle.dumps):
+        with pytest.raises(CorruptStoreError, match="'m' does not match the digest"):
+            leave(loaded)
+    (intact,) = _deferred([good])
+    assert encode(intact) == encode(good) and intact._stored is not None
+
+
 def _read_all(loaded: list[Msg], out: list[object], errors: list[BaseException]) -> None:
     try:
         out.extend((m.content, m.created_at, m.role) for m in loaded)

@@ -448,10 +448,12 @@ def test_corrupt_body_fails_its_session_only(open_ledger: OpenLedger, db_path: P
     "damage",
     [
         "UPDATE messages SET body = x'' WHERE msg_id = 'm1'",
-        "UPDATE messages SET body = substr(body, 1, 10) WHERE msg_id = 'm1'",
         "UPDATE messages SET body = 'not bytes' WHERE msg_id = 'm1'",
         "UPDATE messages SET digest = x'0102' WHERE msg_id = 'm1'",
         "UPDATE messages SET msg_id = x'01' WHERE msg_id = 'm1'",
+        "UPDATE messages SET msg_id = '' WHERE msg_id = 'm1'",
+        "UPDATE messages SET body = 42 WHERE msg_id = 'm1'",
+        "UPDATE messages SET digest = 'sixteen chars!!!' WHERE msg_id = 'm1'",
     ],
 )
 def test_a_malformed_row_fails_the_load(
@@ -464,15 +466,37 @@ def test_a_malformed_row_fails_the_load(
     assert info.value.location is not None and info.value.location.endswith("/s/context")
 
 
-def test_a_framed_but_undecodable_body_fails_on_first_read(
-    open_ledger: OpenLedger, db_path: Path
+@pytest.mark.parametrize(
+    "damage",
+    [
+        """UPDATE messages SET body = CAST('{"id":"m1"}' AS BLOB) WHERE msg_id = 'm1'""",
+        "UPDATE messages SET body = substr(body, 1, 10) WHERE msg_id = 'm1'",
+    ],
+)
+def test_a_body_damaged_past_its_first_byte_fails_on_first_read(
+    open_ledger: OpenLedger, db_path: Path, damage: str
 ) -> None:
     open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
-    _sql(db_path, """UPDATE messages SET body = CAST('{"id":"m1"}' AS BLOB) WHERE msg_id = 'm1'""")
+    _sql(db_path, damage)
     loaded = open_ledger().messages("s")
     assert loaded[0].text == "m0" and loaded[2].text == "m2"
     with pytest.raises(CorruptStoreError, match="'m1' cannot be decoded"):
         loaded[1].text  # noqa: B018
+
+
+def test_damage_that_still_parses_is_not_copied_on(
+    open_ledger: OpenLedger, db_path: Path, tmp_path: Path
+) -> None:
+    original = [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)]
+    open_ledger().save("s", original)
+    forged = encode(original[1].replace(content="forged"))
+    _sql(db_path, "UPDATE messages SET body = ? WHERE msg_id = 'm1'", (forged,))
+    ledger = open_ledger()
+    with pytest.raises(CorruptStoreError, match="'m1' does not match the digest"):
+        ledger.export("s", tmp_path / "s.jsonl")
+    with pytest.raises(CorruptStoreError, match="'m1' does not match the digest"):
+        ledger.fork("s", "copy")
+    assert not ledger.load("copy").exists
 
 
 def test_missing_live_row_is_reported_not_skipped(open_ledger: OpenLedger, db_path: Path) -> None:

@@ -127,7 +127,20 @@ def digest_of(data: bytes) -> bytes:
 
 
 def encode_with_digest(msg: Msg) -> tuple[bytes, bytes]:
-    """Canonical bytes and digest in one pass; caches the digest on the message."""
+    """Canonical bytes and digest in one pass; caches the digest on the message.
+
+    A deferred message's stored bytes leave here undecoded (into an export, or another row), so
+    they are checked against the digest stored beside them: damage that still parses would
+    otherwise be copied on as if it were the message.
+    """
+    stored = msg._stored
+    if stored is not None:
+        digest = digest_of(stored)
+        if digest != msg._digest:
+            raise CorruptStoreError(
+                f"stored message {msg.id!r} does not match the digest stored with it"
+            )
+        return stored, digest
     data = canonical_bytes(msg)
     digest = digest_of(data)
     if msg._digest is None:

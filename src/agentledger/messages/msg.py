@@ -11,7 +11,8 @@ A message loaded from a store starts *deferred*: its id and digest are set, and 
 wait to be decoded until one of its other fields is first read (``__getattr__`` runs only for a
 slot not set yet, so a decoded message pays nothing). A reload of 12,000 messages therefore
 costs what fetching them costs, and comparing or re-saving them decodes nothing. Bytes that turn
-out to be undecodable raise ``CorruptStoreError`` at that first read.
+out to be undecodable raise ``CorruptStoreError`` at that first read; bytes passed on undecoded
+(an export, a fork) are first checked against the stored digest.
 """
 
 from __future__ import annotations
