@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "StoredState",
     "VersionInfo",
     "check_base",
+    "list_from_rows",
     "lists_from_rows",
 ]
 
@@ -148,31 +150,43 @@ class StoredList:
         return len(self.ids)
 
 
+def list_from_rows(
+    rows: Sequence[Sequence[Any]],
+    name: str,
+    gap: Callable[[str, int, int], Exception],
+    *,
+    first: int = 0,
+) -> StoredList:
+    """The SQL rows of one list, ordered by position, as a ``StoredList``: from column
+    ``first`` on, each row holds ``(position, msg_id, digest, body)``.
+
+    Positions must run 0, 1, 2 ...; where they do not, ``gap(name, expected, found)`` is
+    raised (a missing or duplicated live row is corruption, never skipped).
+    """
+    # one C-level pass per column (``zip(*rows)`` would build an iterator object per row)
+    positions, ids, digests, bodies = (
+        list(map(itemgetter(i), rows)) for i in range(first, first + 4)
+    )
+    if positions != list(range(len(positions))):
+        for expected, found in enumerate(positions):
+            if found != expected:
+                raise gap(name, expected, found)
+    return StoredList(ids, digests, bodies)
+
+
 def lists_from_rows(
     rows: Sequence[Sequence[Any]], gap: Callable[[str, int, int], Exception]
 ) -> dict[str, StoredList]:
     """SQL rows ``(list, position, msg_id, digest, body)``, grouped by list and ordered by
-    position, as one ``StoredList`` per list.
-
-    Positions must run 0, 1, 2 ... in every list; where one does not, ``gap(list, expected,
-    found)`` is raised (a missing or duplicated live row is corruption, never skipped).
-    """
-    if not rows:
-        return {}
-    names, *columns = zip(*rows, strict=True)
+    position, as one ``StoredList`` per list (see ``list_from_rows``)."""
+    names = list(map(itemgetter(0), rows))
     lists: dict[str, StoredList] = {}
     start = 0
     while start < len(names):
         name = names[start]
         stop = start + names.count(name)  # the rows of one list are adjacent
-        # the usual single list keeps the zipped columns as they are, uncopied
-        whole = stop - start == len(names)
-        positions, ids, digests, bodies = columns if whole else [c[start:stop] for c in columns]
-        if positions != tuple(range(stop - start)):
-            for expected, found in enumerate(positions):
-                if found != expected:
-                    raise gap(name, expected, found)
-        lists[name] = StoredList(ids, digests, bodies)
+        whole = stop - start == len(names)  # the usual single list: no slice copied
+        lists[name] = list_from_rows(rows if whole else rows[start:stop], name, gap, first=1)
         start = stop
     return lists
 

@@ -33,6 +33,7 @@ from agentledger.store.base import (
     VersionInfo,
     check_base,
     check_version,
+    list_from_rows,
     lists_from_rows,
 )
 from agentledger.store.media import blob_refs
@@ -100,6 +101,25 @@ def _rows_live_at(table: str, columns: str) -> str:
         f"UNION ALL SELECT {columns} FROM {table} "
         "WHERE sid = ? AND version_to IS NOT NULL AND version_to > ? AND version_from <= ?"
     )
+
+
+#: The names of a session's non-empty lists (parameters ``(sid, sid)``): one index seek per
+#: list, where ``SELECT DISTINCT`` would read every live row's index entry.
+_LIVE_LISTS = """
+    WITH RECURSIVE names(name) AS (
+        SELECT min(list) FROM messages WHERE sid = ? AND version_to IS NULL
+        UNION ALL
+        SELECT (SELECT min(list) FROM messages WHERE sid = ? AND version_to IS NULL AND list > name)
+        FROM names WHERE name IS NOT NULL
+    )
+    SELECT name FROM names WHERE name IS NOT NULL
+"""
+
+#: One list's live rows in order (parameters ``(sid, list)``).
+_LIVE_ROWS = (
+    "SELECT position, msg_id, digest, body FROM messages "
+    "WHERE sid = ? AND list = ? AND version_to IS NULL ORDER BY position"
+)
 
 
 def _fts_query(query: str) -> str:
@@ -267,7 +287,9 @@ class SqliteStore(Store):
 
     @_translated
     def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
-        columns = "list, position, msg_id, digest, body"
+        def gap(name: str, expected: int, found: int) -> CorruptStoreError:
+            return self._gap(key, name, expected, found)
+
         with self._read(snapshot=True) as conn:
             found = self._session(conn, key)
             if found is None:
@@ -276,11 +298,14 @@ class SqliteStore(Store):
             check_version(version, oldest, latest)
             if version is None or version == latest:
                 at = latest
-                rows = conn.execute(
-                    f"SELECT {columns} FROM messages "
-                    "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
-                    (sid,),
-                ).fetchall()
+                # a list at a time, so that no row carries its list's name
+                names = [name for (name,) in conn.execute(_LIVE_LISTS, (sid, sid))]
+                lists = {
+                    name: list_from_rows(
+                        conn.execute(_LIVE_ROWS, (sid, name)).fetchall(), name, gap
+                    )
+                    for name in names
+                }
                 values = conn.execute(
                     "SELECT name, raw FROM session_values WHERE sid = ? AND version_to IS NULL",
                     (sid,),
@@ -288,11 +313,13 @@ class SqliteStore(Store):
             else:
                 at = version
                 params = (sid, at, sid, at, at)
-                rows = conn.execute(_rows_live_at("messages", columns), params).fetchall()
+                rows = conn.execute(
+                    _rows_live_at("messages", "list, position, msg_id, digest, body"), params
+                ).fetchall()
                 rows.sort(key=lambda r: (r[0], r[1]))
+                lists = lists_from_rows(rows, gap)
                 value_rows = _rows_live_at("session_values", "name, raw")
                 values = conn.execute(value_rows, params).fetchall()
-        lists = lists_from_rows(rows, lambda name, want, got: self._gap(key, name, want, got))
         return StoredState(at, lists, dict(values), incarnation, may_have_media=has_media)
 
     @_translated
