@@ -109,7 +109,10 @@ _LIVE_LISTS = """
     WITH RECURSIVE names(name) AS (
         SELECT min(list) FROM messages WHERE sid = ? AND version_to IS NULL
         UNION ALL
-        SELECT (SELECT min(list) FROM messages WHERE sid = ? AND version_to IS NULL AND list > name)
+        SELECT (
+            SELECT min(list) FROM messages
+            WHERE sid = ? AND version_to IS NULL AND list > names.name
+        )
         FROM names WHERE name IS NOT NULL
     )
     SELECT name FROM names WHERE name IS NOT NULL
