@@ -141,6 +141,54 @@ def test_media_sessions_from_before_the_has_media_flag_still_load_their_media(
     assert _sql(db_path, flags) == [("media", 1), ("plain", 0)]
 
 
+def test_the_database_refuses_a_second_live_row_at_a_position(db_path: Path) -> None:
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
+    duplicate = (
+        "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
+        "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "
+        "WHERE msg_id = 'm1'"
+    )
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        _sql(db_path, duplicate)
+
+
+def _as_before_migration_3(db_path: Path) -> None:
+    _sql(db_path, "DROP INDEX messages_live_position")
+    _sql(db_path, "DELETE FROM schema_migrations WHERE id = 3")
+
+
+def test_migration_3_indexes_live_positions_of_an_existing_file(db_path: Path) -> None:
+    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)]
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        ledger.save("s", msgs)
+    _as_before_migration_3(db_path)
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        assert ledger.messages("s") == msgs
+    index = "SELECT name FROM sqlite_master WHERE name = 'messages_live_position'"
+    assert _sql(db_path, index) == [("messages_live_position",)]
+
+
+def test_a_file_with_two_live_rows_at_a_position_is_reported_not_migrated(
+    db_path: Path,
+) -> None:
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
+    _as_before_migration_3(db_path)
+    _sql(
+        db_path,
+        "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
+        "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "
+        "WHERE msg_id = 'm1'",
+    )
+    before = db_path.read_bytes()
+    with pytest.raises(CorruptStoreError, match="UNIQUE constraint failed") as info:
+        Ledger(f"sqlite:///{db_path}").messages("s")
+    assert info.value.location == str(db_path.resolve())
+    assert _sql(db_path, "SELECT max(id) FROM schema_migrations") == [(2,)]
+    assert db_path.read_bytes() == before
+
+
 def test_concurrent_first_setup_applies_each_step_once(db_path: Path) -> None:
     """Two independent connections (as two processes) race to create the schema."""
     barrier = threading.Barrier(4)

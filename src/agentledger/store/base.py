@@ -43,6 +43,7 @@ __all__ = [
     "StoredState",
     "VersionInfo",
     "check_base",
+    "check_positions",
     "list_from_rows",
     "lists_from_rows",
 ]
@@ -167,11 +168,19 @@ def list_from_rows(
     positions, ids, digests, bodies = (
         list(map(itemgetter(i), rows)) for i in range(first, first + 4)
     )
+    check_positions(positions, name, gap)
+    return StoredList(ids, digests, bodies)
+
+
+def check_positions(
+    positions: list[int], name: str, gap: Callable[[str, int, int], Exception]
+) -> None:
+    """Raise ``gap(name, expected, found)`` at the first place where ``positions`` (one list's,
+    in order) is not 0, 1, 2 ... (a missing or duplicated live row)."""
     if positions != list(range(len(positions))):
         for expected, found in enumerate(positions):
             if found != expected:
                 raise gap(name, expected, found)
-    return StoredList(ids, digests, bodies)
 
 
 def lists_from_rows(

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -29,11 +30,12 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
+    StoredList,
     StoredState,
     VersionInfo,
     check_base,
+    check_positions,
     check_version,
-    list_from_rows,
     lists_from_rows,
 )
 from agentledger.store.media import blob_refs
@@ -118,11 +120,30 @@ _LIVE_LISTS = """
     SELECT name FROM names WHERE name IS NOT NULL
 """
 
-#: One list's live rows in order (parameters ``(sid, list)``).
-_LIVE_ROWS = (
-    "SELECT position, msg_id, digest, body FROM messages "
-    "WHERE sid = ? AND list = ? AND version_to IS NULL ORDER BY position"
-)
+_LIVE = "FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL"
+
+
+def _live_list(
+    conn: sqlite3.Connection, sid: int, name: str, gap: Callable[[str, int, int], Exception]
+) -> StoredList:
+    """One list's live rows, in order, as columns.
+
+    The rows carry no position: the unique index ``messages_live_position`` allows one live
+    row per position, so rows whose first position is 0 and last is ``len - 1`` hold every
+    position once. Only when they do not are the positions read, to name the first gap.
+    """
+    rows = conn.execute(f"SELECT msg_id, digest, body {_LIVE} ORDER BY position", (sid, name))
+    rows = rows.fetchall()
+    span = conn.execute(
+        f"SELECT (SELECT min(position) {_LIVE}), (SELECT max(position) {_LIVE})",
+        (sid, name, sid, name),
+    ).fetchone()
+    if span != (0, len(rows) - 1):
+        found = conn.execute(f"SELECT position {_LIVE} ORDER BY position", (sid, name))
+        check_positions([position for (position,) in found], name, gap)
+    # one C-level pass per column (``zip(*rows)`` would build an iterator object per row)
+    ids, digests, bodies = (list(map(itemgetter(i), rows)) for i in range(3))
+    return StoredList(ids, digests, bodies)
 
 
 def _fts_query(query: str) -> str:
@@ -301,14 +322,8 @@ class SqliteStore(Store):
             check_version(version, oldest, latest)
             if version is None or version == latest:
                 at = latest
-                # a list at a time, so that no row carries its list's name
                 names = [name for (name,) in conn.execute(_LIVE_LISTS, (sid, sid))]
-                lists = {
-                    name: list_from_rows(
-                        conn.execute(_LIVE_ROWS, (sid, name)).fetchall(), name, gap
-                    )
-                    for name in names
-                }
+                lists = {name: _live_list(conn, sid, name, gap) for name in names}
                 values = conn.execute(
                     "SELECT name, raw FROM session_values WHERE sid = ? AND version_to IS NULL",
                     (sid,),

@@ -241,10 +241,20 @@ _HAS_MEDIA = (
     """,
 )
 
+# One live row per position, refused by the database itself (as Postgres's messages_live): a
+# load then needs no position from each row, only the first and last of each list.
+_LIVE_POSITION = (
+    """
+    CREATE UNIQUE INDEX messages_live_position ON messages (sid, list, position)
+    WHERE version_to IS NULL
+    """,
+)
+
 #: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL),
     Migration(2, "sessions.has_media", _HAS_MEDIA),
+    Migration(3, "one live message per position", _LIVE_POSITION),
 )
 
 _LEDGER = """
