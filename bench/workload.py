@@ -113,6 +113,9 @@ def ensure(out_dir: str, turns: int, seed: int) -> tuple[str, str]:
     dicts = os.path.join(out_dir, f"workload-{key}-{turns}.json")
     if not (os.path.exists(jsonl) and os.path.exists(dicts)):
         os.makedirs(out_dir, exist_ok=True)
+        for stale in glob.glob(os.path.join(out_dir, "workload-*.json*")):
+            if not os.path.basename(stale).startswith(f"workload-{key}-"):
+                os.remove(stale)  # written from another source or seed: 31 MB each at 12,000
         messages = msgs(turns, seed)
         write_dicts(dicts, openai_messages(messages))
         with open(jsonl + ".tmp", "wb") as fh:

@@ -79,3 +79,20 @@ def test_the_reload_target_is_judged_against_peer_frameworks_and_the_baseline() 
             "**missed**"
         ),
     }
+
+
+def test_the_workload_cache_keeps_one_workload(tmp_path: Path) -> None:
+    out = tmp_path / "workload"
+    out.mkdir()
+    stale = [
+        out / "workload-0123456789abcdef-3000.json",
+        out / "workload-0123456789abcdef-3000.jsonl",
+    ]
+    for path in stale:
+        path.write_text("[]")
+    keep = out / "results.json"
+    keep.write_text("{}")
+    msgs, dicts = workload.ensure(str(out), 2, seed=0)
+    assert not any(path.exists() for path in stale) and keep.exists()
+    assert workload.ensure(str(out), 1, seed=0) == (msgs, dicts)  # a prefix: the cache serves it
+    assert len(workload.load_dicts(dicts, 2)) == 2 * workload.TURN
