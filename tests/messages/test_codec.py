@@ -49,6 +49,9 @@ def test_every_block_type_round_trips_with_equal_digest() -> None:
     msgs = every_block_message()
     assert decode_many(encode_many(msgs)) == msgs
     assert [m.digest for m in decode_list([encode(m) for m in msgs])] == [m.digest for m in msgs]
+    kinds = (bytes, bytearray, memoryview, lambda b: b.decode())
+    mixed = [kind(encode(m)) for kind, m in zip(kinds * len(msgs), msgs, strict=False)]
+    assert decode_list(mixed) == msgs
 
 
 def test_bytes_are_tagged_and_colliding_shapes_escaped() -> None:

@@ -88,14 +88,22 @@ def _record(msg: Msg) -> _MsgRecord:
     )
 
 
-def _from_record(rec: _MsgRecord, digest: bytes | None = None) -> Msg:
+def _problem(rec: _MsgRecord) -> str | None:
+    """What makes a decoded record not a message, if anything."""
     if rec.role not in ROLES:
-        raise CodecError(f"unknown role {rec.role!r} in message {rec.id!r}")
+        return f"unknown role {rec.role!r} in message {rec.id!r}"
     if not rec.id:
-        raise CodecError("message without an id")
+        return "message without an id"
     created = rec.created_at
     if created is not None and created.tzinfo is None:
-        raise CodecError(f"naive created_at in message {rec.id!r}")
+        return f"naive created_at in message {rec.id!r}"
+    return None
+
+
+def _from_record(rec: _MsgRecord, digest: bytes | None = None) -> Msg:
+    problem = _problem(rec)
+    if problem is not None:
+        raise CodecError(problem)
     return Msg._trusted(
         rec.id,
         rec.role,
@@ -103,7 +111,7 @@ def _from_record(rec: _MsgRecord, digest: bytes | None = None) -> Msg:
         rec.name,
         rec.metadata,
         rec.usage,
-        created,
+        rec.created_at,
         digest,  # type: ignore[arg-type]
     )
 
@@ -183,19 +191,18 @@ def _fill_deferred(msg: Msg) -> None:
 
 
 def _fill_from_record(msg: Msg, rec: _MsgRecord) -> None:
-    try:
-        if rec.id != msg.id:
-            raise CodecError(f"its bytes hold message {rec.id!r}")
-        full = _from_record(rec)
-    except CodecError as exc:
-        raise CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {exc}") from None
-    _set_role(msg, full.role)
-    _set_content(msg, full.content)
-    _set_name(msg, full.name)
-    _set_metadata(msg, full.metadata)
-    _set_usage(msg, full.usage)
-    _set_created_at(msg, full.created_at)
-    _set_stored(msg, None)
+    problem = _problem(rec)
+    if problem is None and rec.id != msg.id:
+        problem = f"its bytes hold message {rec.id!r}"
+    if problem is not None:
+        raise CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {problem}")
+    _set_role(msg, rec.role)
+    _set_content(msg, rec.content)
+    _set_name(msg, rec.name)
+    _set_metadata(msg, rec.metadata)
+    _set_usage(msg, rec.usage)
+    _set_created_at(msg, rec.created_at)
+    _set_stored(msg, None)  # last: a racing reader sees either the bytes or every field
 
 
 def decode_deferred(msgs: Iterable[Msg]) -> None:
@@ -248,9 +255,11 @@ def decode_list(
 
 
 def _decode_records(items: Sequence[bytes | bytearray | memoryview | str]) -> list[_MsgRecord]:
-    blob = (
-        b"[" + b",".join(bytes(i) if not isinstance(i, str) else i.encode() for i in items) + b"]"
-    )
+    try:
+        joined = b",".join(items)  # type: ignore[arg-type]  # bytes-like items: joined in C
+    except TypeError:  # some are str
+        joined = b",".join(i.encode() if isinstance(i, str) else i for i in items)
+    blob = b"[" + joined + b"]"
     try:
         records = _many_decoder.decode(blob)
     except (msgspec.DecodeError, msgspec.ValidationError, CodecError, ValueError):
