@@ -132,8 +132,8 @@ def _live_list(
     row per position, so rows whose first position is 0 and last is ``len - 1`` hold every
     position once. Only when they do not are the positions read, to name the first gap.
     """
-    rows = conn.execute(f"SELECT msg_id, digest, body {_LIVE} ORDER BY position", (sid, name))
-    rows = rows.fetchall()
+    query = f"SELECT msg_id, digest, body {_LIVE} ORDER BY position"
+    rows = conn.execute(query, (sid, name)).fetchall()
     span = conn.execute(
         f"SELECT (SELECT min(position) {_LIVE}), (SELECT max(position) {_LIVE})",
         (sid, name, sid, name),
