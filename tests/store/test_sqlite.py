@@ -63,6 +63,25 @@ def _sql(path: Path, query: str, params: tuple[object, ...] = ()) -> list[tuple[
         return conn.execute(query, params).fetchall()
 
 
+def _three() -> list[Msg]:
+    return [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)]
+
+
+def _save_three_and_damage(open_ledger: OpenLedger, db_path: Path, damage: str) -> None:
+    """Save messages m0, m1, m2 in session "s", then run ``damage`` on the file as another
+    tool would."""
+    open_ledger().save("s", _three())
+    _sql(db_path, damage)
+
+
+# A second live row at m1's position (what messages_live_position refuses).
+_DUPLICATE_M1 = (
+    "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
+    "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "
+    "WHERE msg_id = 'm1'"
+)
+
+
 def _file_state(path: Path) -> list[tuple[int, int]]:
     return [(p.stat().st_mtime_ns, p.stat().st_size) for p in (path, Path(f"{path}-wal"))]
 
@@ -143,14 +162,9 @@ def test_media_sessions_from_before_the_has_media_flag_still_load_their_media(
 
 def test_the_database_refuses_a_second_live_row_at_a_position(db_path: Path) -> None:
     with Ledger(f"sqlite:///{db_path}") as ledger:
-        ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
-    duplicate = (
-        "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
-        "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "
-        "WHERE msg_id = 'm1'"
-    )
+        ledger.save("s", _three())
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
-        _sql(db_path, duplicate)
+        _sql(db_path, _DUPLICATE_M1)
 
 
 def _as_before_migration_3(db_path: Path) -> None:
@@ -159,7 +173,7 @@ def _as_before_migration_3(db_path: Path) -> None:
 
 
 def test_migration_3_indexes_live_positions_of_an_existing_file(db_path: Path) -> None:
-    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)]
+    msgs = _three()
     with Ledger(f"sqlite:///{db_path}") as ledger:
         ledger.save("s", msgs)
     _as_before_migration_3(db_path)
@@ -173,14 +187,9 @@ def test_a_file_with_two_live_rows_at_a_position_is_reported_not_migrated(
     db_path: Path,
 ) -> None:
     with Ledger(f"sqlite:///{db_path}") as ledger:
-        ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
+        ledger.save("s", _three())
     _as_before_migration_3(db_path)
-    _sql(
-        db_path,
-        "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
-        "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "
-        "WHERE msg_id = 'm1'",
-    )
+    _sql(db_path, _DUPLICATE_M1)
     before = db_path.read_bytes()
     with pytest.raises(CorruptStoreError, match="UNIQUE constraint failed") as info:
         Ledger(f"sqlite:///{db_path}").messages("s")
@@ -483,7 +492,7 @@ def test_bytes_written_follow_the_change(open_ledger: OpenLedger, db_path: Path)
 # -- corruption --------------------------------------------------------------------------------
 def test_corrupt_body_fails_its_session_only(open_ledger: OpenLedger, db_path: Path) -> None:
     ledger = open_ledger()
-    ledger.save("bad", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
+    ledger.save("bad", _three())
     ledger.save("good", [Msg.user("fine", id="f")])
     _sql(db_path, "UPDATE messages SET body = x'00ff' WHERE msg_id = 'm1'")
     with pytest.raises(CorruptStoreError) as info:
@@ -507,8 +516,7 @@ def test_corrupt_body_fails_its_session_only(open_ledger: OpenLedger, db_path: P
 def test_a_malformed_row_fails_the_load(
     open_ledger: OpenLedger, db_path: Path, damage: str
 ) -> None:
-    open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
-    _sql(db_path, damage)
+    _save_three_and_damage(open_ledger, db_path, damage)
     with pytest.raises(CorruptStoreError, match="malformed row") as info:
         open_ledger().load("s")
     assert info.value.location is not None and info.value.location.endswith("/s/context")
@@ -524,8 +532,7 @@ def test_a_malformed_row_fails_the_load(
 def test_a_body_damaged_past_its_first_byte_fails_on_first_read(
     open_ledger: OpenLedger, db_path: Path, damage: str
 ) -> None:
-    open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
-    _sql(db_path, damage)
+    _save_three_and_damage(open_ledger, db_path, damage)
     loaded = open_ledger().messages("s")
     assert loaded[0].text == "m0" and loaded[2].text == "m2"
     with pytest.raises(CorruptStoreError, match="'m1' cannot be decoded"):
@@ -535,7 +542,7 @@ def test_a_body_damaged_past_its_first_byte_fails_on_first_read(
 def test_damage_that_still_parses_is_not_copied_on(
     open_ledger: OpenLedger, db_path: Path, tmp_path: Path
 ) -> None:
-    original = [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)]
+    original = _three()
     open_ledger().save("s", original)
     forged = encode(original[1].replace(content="forged"))
     _sql(db_path, "UPDATE messages SET body = ? WHERE msg_id = 'm1'", (forged,))
@@ -548,8 +555,7 @@ def test_damage_that_still_parses_is_not_copied_on(
 
 
 def test_missing_live_row_is_reported_not_skipped(open_ledger: OpenLedger, db_path: Path) -> None:
-    open_ledger().save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(3)])
-    _sql(db_path, "DELETE FROM messages WHERE msg_id = 'm1'")
+    _save_three_and_damage(open_ledger, db_path, "DELETE FROM messages WHERE msg_id = 'm1'")
     with pytest.raises(CorruptStoreError, match="position 1"):
         open_ledger().load("s")
     with pytest.raises(CorruptStoreError, match="position 1"):
