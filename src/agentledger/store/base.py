@@ -44,6 +44,7 @@ __all__ = [
     "VersionInfo",
     "check_base",
     "check_positions",
+    "columns",
     "list_from_rows",
     "lists_from_rows",
 ]
@@ -135,8 +136,8 @@ class StoredList:
     """One list as loaded, in columns: position ``i`` holds message ``ids[i]``, whose digest is
     ``digests[i]`` and whose storage body is ``bodies[i]``.
 
-    Columns, not an object per message: a SQL backend transposes the rows its driver returned
-    in one C-level ``zip``, and a 12,000-message load builds no per-row Python object.
+    Columns, not an object per message: a SQL backend splits the rows its driver returned with
+    ``columns``, and a 12,000-message load builds no per-row Python object.
     """
 
     ids: Sequence[str]
@@ -164,12 +165,17 @@ def list_from_rows(
     Positions must run 0, 1, 2 ...; where they do not, ``gap(name, expected, found)`` is
     raised (a missing or duplicated live row is corruption, never skipped).
     """
-    # one C-level pass per column (``zip(*rows)`` would build an iterator object per row)
-    positions, ids, digests, bodies = (
-        list(map(itemgetter(i), rows)) for i in range(first, first + 4)
-    )
+    positions, ids, digests, bodies = columns(rows, first, 4)
     check_positions(positions, name, gap)
     return StoredList(ids, digests, bodies)
+
+
+def columns(rows: Sequence[Sequence[Any]], first: int, count: int) -> list[list[Any]]:
+    """Columns ``first`` to ``first + count - 1`` of ``rows``, one list each.
+
+    One C-level pass per column: ``zip(*rows)`` would build an iterator object per row.
+    """
+    return [list(map(itemgetter(i), rows)) for i in range(first, first + count)]
 
 
 def check_positions(

@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from operator import itemgetter
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -36,6 +35,7 @@ from agentledger.store.base import (
     check_base,
     check_positions,
     check_version,
+    columns,
     lists_from_rows,
 )
 from agentledger.store.media import blob_refs
@@ -141,8 +141,7 @@ def _live_list(
     if span != (0, len(rows) - 1):
         found = conn.execute(f"SELECT position {_LIVE} ORDER BY position", (sid, name))
         check_positions([position for (position,) in found], name, gap)
-    # one C-level pass per column (``zip(*rows)`` would build an iterator object per row)
-    ids, digests, bodies = (list(map(itemgetter(i), rows)) for i in range(3))
+    ids, digests, bodies = columns(rows, 0, 3)
     return StoredList(ids, digests, bodies)
 
 
