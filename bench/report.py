@@ -184,7 +184,7 @@ def read_all_note(results: Results, n: int) -> str:
     if not parts:
         return ""
     return (
-        "² agentledger's reload returns messages that decode on first read (ids and digests are "
+        "\n² agentledger's reload returns messages that decode on first read (ids and digests are "
         "set at once, which is all a save, a comparison or an export needs). Reading every "
         f"message of the reloaded {n:,} once afterwards took: " + "; ".join(parts) + ".\n"
     )
@@ -532,7 +532,7 @@ def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None)
         ratio_table(results, n),
         "\n¹ The grow ran out of its time budget; the append cost was measured on a store "
         "seeded in one bulk write up to the last turns, then appended turn by turn.\n",
-        "\n" + read_all_note(results, n) if read_all_note(results, n) else "",
+        read_all_note(results, n),
         f"\n## Targets (issue 6), at {n:,} messages\n\n",
         targets_table(targets(results, n)),
         "\nThe reload target is shown against two references: the peer frameworks (the issue "
