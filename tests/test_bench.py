@@ -60,8 +60,15 @@ def _result(**scenarios: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {12000: {"status": "ok", "scenarios": scenarios}}
 
 
-def _reload(seconds: float, ids_ok: bool = True) -> dict[str, Any]:
-    return {"seconds": seconds, "ids_ok": ids_ok, "edit_ok": True, "count_ok": True}
+def _reload(seconds: float, ids_kept: int = 12000) -> dict[str, Any]:
+    ok = ids_kept == 12000
+    return {
+        "seconds": seconds,
+        "ids_ok": ok,
+        "ids_kept": ids_kept,
+        "edit_ok": True,
+        "count_ok": True,
+    }
 
 
 def test_the_reload_target_is_judged_against_peer_frameworks_and_the_baseline() -> None:
@@ -69,9 +76,14 @@ def test_the_reload_target_is_judged_against_peer_frameworks_and_the_baseline() 
         "agentledger-sqlite": _result(reload=_reload(0.040)),
         "json-file": _result(reload=_reload(0.030)),
         "openai-agents": _result(reload=_reload(0.100)),
-        "hermes": _result(reload=_reload(0.050, ids_ok=False)),  # faster, but loses ids
+        "hermes": _result(reload=_reload(0.050, ids_kept=6000)),  # faster, but loses ids
     }
-    verdicts = {t: v for t, _, v in report.targets(results, 12000) if t.startswith("reload")}
+    rows = [row for row in report.targets(results, 12000) if row[0].startswith("reload")]
+    verdicts = {t: v for t, _, v in rows}
+    assert rows[0][1] == (
+        "agentledger sqlite 40.0 ms vs OpenAI Agents SQLiteSession 100 ms: 2.5x; "
+        "hermes-agent SessionDB reloads in 50.0 ms (1.2x) but keeps 6,000 of 12,000 ids"
+    )
     assert verdicts == {
         "reload with ids and edits intact ≥ 2x faster than the fastest peer framework keeping "
         "them": "met",

@@ -267,6 +267,7 @@ def _check(system: System, loaded: Any, ids: list[str], edits: dict[int, str]) -
     return {
         "count_ok": len(got_ids) == len(ids),
         "ids_ok": got_ids == ids,
+        "ids_kept": len(set(ids).intersection(got_ids)),  # of the saved ids, how many came back
         "edit_ok": all(system.tool_text(loaded, p) == text for p, text in edits.items()),
     }
 

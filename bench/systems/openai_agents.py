@@ -1,8 +1,12 @@
 """OpenAI Agents SDK ``SQLiteSession`` (a file database), driven as ``Runner`` drives it.
 
-The workload is converted to Responses-API input items, the format the SDK stores: a user
-message, a ``function_call``, a ``function_call_output`` and an assistant ``message``; each
-item keeps the workload's id under ``"id"``. ``Runner.run(..., session=session)`` calls
+The workload is converted to the Responses-API input items ``Runner`` stores, in the shapes it
+builds them (agents 0.24: ``ItemHelpers.input_to_new_input_list`` for the user's input,
+``RunItem.to_input_item`` for what the run produced): a user message ``{"content", "role"}``,
+a ``function_call`` and an assistant ``message`` that carry the model's item id (here the
+workload's id), and a ``function_call_output`` ``{"call_id", "output", "type"}``. The user
+message and the tool output have no id field, so half of a conversation's ids do not survive a
+reload, and the report says so. ``Runner.run(..., session=session)`` calls
 ``session.add_items(new_items)`` after each turn; the session has no call to replace an item,
 so an edit is ``clear_session()`` plus ``add_items(every item)``. It has nothing to call for an
 unchanged list (the runner only ever adds new items), so scenario C is not applicable.
@@ -33,9 +37,12 @@ class OpenAIAgents(System):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
+        from agents import Agent
         from agents.memory import SQLiteSession
 
         self._cls = SQLiteSession
+        self._agent = Agent(name="bench")  # the agent a run item names; never run
+        self._calls: dict[str, Any] = {}  # call_id -> the function call its output answers
         self._loop = asyncio.new_event_loop()
 
     def versions(self) -> dict[str, str]:
@@ -50,32 +57,39 @@ class OpenAIAgents(System):
         return self.workdir
 
     def convert(self, m: dict[str, Any]) -> Any:
+        """The input item ``Runner`` would store for ``m``, built by the SDK's own helpers."""
+        from agents import ItemHelpers
+        from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
+        from openai.types.responses import (
+            ResponseFunctionToolCall,
+            ResponseOutputMessage,
+            ResponseOutputText,
+        )
+
         if m["role"] == "user":
-            return {"id": m["id"], "type": "message", "role": "user", "content": m["content"]}
+            return ItemHelpers.input_to_new_input_list(m["content"])[0]
         if m["role"] == "tool":
-            return {
-                "id": m["id"],
-                "type": "function_call_output",
-                "call_id": m["tool_call_id"],
-                "output": m["content"],
-            }
+            call = self._calls[m["tool_call_id"]]
+            raw = ItemHelpers.tool_call_output_item(call, m["content"])
+            item = ToolCallOutputItem(agent=self._agent, raw_item=raw, output=m["content"])
+            return item.to_input_item()
         if m.get("tool_calls"):
-            (call,) = m["tool_calls"]
-            return {
-                "id": m["id"],
-                "type": "function_call",
-                "call_id": call["id"],
-                "name": call["function"]["name"],
-                "arguments": call["function"]["arguments"],
-                "status": "completed",
-            }
-        return {
-            "id": m["id"],
-            "type": "message",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": m["content"], "annotations": []}],
-        }
+            (c,) = m["tool_calls"]
+            call = ResponseFunctionToolCall(
+                id=m["id"],
+                call_id=c["id"],
+                name=c["function"]["name"],
+                arguments=c["function"]["arguments"],
+                type="function_call",
+                status="completed",
+            )
+            self._calls[c["id"]] = call
+            return ToolCallItem(agent=self._agent, raw_item=call).to_input_item()
+        text = ResponseOutputText(text=m["content"], type="output_text", annotations=[])
+        message = ResponseOutputMessage(
+            id=m["id"], content=[text], role="assistant", status="completed", type="message"
+        )
+        return MessageOutputItem(agent=self._agent, raw_item=message).to_input_item()
 
     def edited(self, item: Any) -> Any:
         from bench.workload import preview
