@@ -94,6 +94,7 @@ class AsyncLedger:
         values: Mapping[str, Any] | None = None,
         tenant: str | None = None,
         expected_version: int | None = None,
+        drop_unnamed: bool = False,
     ) -> SaveReport:
         # copy the caller's containers here, so later mutation cannot race the worker thread
         lists = {n: list(m) for n, m in (lists or {}).items()}
@@ -105,6 +106,7 @@ class AsyncLedger:
             values=values,
             tenant=tenant,
             expected_version=expected_version,
+            drop_unnamed=drop_unnamed,
         )
 
     async def sync_messages(

@@ -88,6 +88,9 @@ class Head:
     values: dict[str, bytes]  # name -> digest of the value's canonical JSON
     incarnation: str = ""  # see ``Store.read_stamp``
     messages: dict[str, list[Msg]] = field(default_factory=dict)
+    #: Where the derived title comes from, as the ledger last computed it (see ``title``);
+    #: -1 when not known. A store never fills it.
+    title_at: int = -1
 
 
 @dataclass(slots=True)

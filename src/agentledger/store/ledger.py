@@ -9,7 +9,9 @@ version still matches it, so another process's commit is never planned against s
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,12 +45,14 @@ from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import diff_list
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
+from agentledger.store.title import UNKNOWN, title_after_change
 from agentledger.store.urls import open_store
 
 __all__ = ["Ledger"]
 
-_RETRIES = 20
-_TITLE_LENGTH = 80
+#: Upper bound of the jittered pause before re-planning a save that lost a race (seconds).
+_MAX_BACKOFF = 0.05
+_TITLE = "title"
 
 
 def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:
@@ -57,12 +61,21 @@ def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:
     return StoredMsg(msg.id, digest, body, searchable_text(msg)), blobs
 
 
-def _title_of(messages: Sequence[Msg]) -> str | None:
-    for msg in messages:
-        if msg.role == "user" and msg.text.strip():
-            text = " ".join(msg.text.split())
-            return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
-    return None
+def _backoff(attempt: int) -> None:
+    """Pause before re-planning after the ``attempt``-th lost race: none at first, then a
+    random pause whose bound doubles up to ``_MAX_BACKOFF``, so racing writers spread out."""
+    if attempt:
+        time.sleep(random.uniform(0, min(_MAX_BACKOFF, 0.0005 * 2**attempt)))
+
+
+def _check_value(name: str, value: Any) -> bytes | None:
+    """A value's canonical bytes (None deletes it). The title is shown as text by every store,
+    so a ``title`` value must be a string."""
+    if value is None:
+        return None
+    if name == _TITLE and not isinstance(value, str):
+        raise UserError(f"the 'title' value must be a str or None, got {type(value).__name__}")
+    return encode_value(value)
 
 
 class Ledger:
@@ -88,14 +101,19 @@ class Ledger:
     ) -> None:
         if cached_sessions < 1:
             raise UserError("cached_sessions must be at least 1")
+        self.tenant = check_id(tenant, "tenant id")
         self._owns_store = not isinstance(url, Store)
         self.store: Store = url if isinstance(url, Store) else open_store(url)
-        self.tenant = check_id(tenant, "tenant id")
         self._heads: OrderedDict[SessionKey, Head] = OrderedDict()
         self._cached_sessions = cached_sessions
         self._guard = threading.Lock()
         self._key_locks: dict[SessionKey, threading.Lock] = {}
-        self.store.setup()
+        try:
+            self.store.setup()
+        except BaseException:
+            if self._owns_store:  # a failed open releases what it took (pools, connections)
+                self.store.close()
+            raise
 
     # -- plumbing ------------------------------------------------------------------------
     def __enter__(self) -> Ledger:
@@ -263,20 +281,26 @@ class Ledger:
         values: Mapping[str, Any] | None = None,
         tenant: str | None = None,
         expected_version: int | None = None,
+        drop_unnamed: bool = False,
     ) -> SaveReport:
         """Save several lists and values in one atomic commit.
 
-        Lists and values not named are left as they are; a value of ``None`` deletes it.
+        Lists and values not named are left as they are (with ``drop_unnamed``, they are
+        emptied and deleted, so the session then holds exactly what was given); a value of
+        ``None`` deletes it.
         """
         key = self.key(session, tenant)
+        # A snapshot of each list: what is planned, committed and remembered as committed is
+        # exactly this, whatever another thread does to the caller's list meanwhile.
         lists = {check_list_name(n): self._check_messages(m) for n, m in (lists or {}).items()}
-        encoded_values = {
-            check_list_name(n): (None if v is None else encode_value(v))
-            for n, v in (values or {}).items()
-        }
+        encoded_values = {check_list_name(n): _check_value(n, v) for n, v in (values or {}).items()}
         with self._lock_for(key):
-            for _ in range(_RETRIES):
+            attempt = 0
+            while True:
                 head = self._head(key)
+                if drop_unnamed:
+                    lists.update((n, []) for n in head.lists if n not in lists)
+                    encoded_values.update((n, None) for n in head.values if n not in encoded_values)
                 if expected_version is not None and head.version != expected_version:
                     raise ConflictError(
                         f"session {key.session!r} is at version {head.version}, "
@@ -285,13 +309,13 @@ class Ledger:
                         actual=head.version,
                     )
                 try:
-                    plan = self._plan(key, head, lists, encoded_values)
+                    plan, title_at = self._plan(key, head, lists, encoded_values)
                 except AttributeError:
                     self._explain_bad_item(lists)
                     raise
                 if plan is None:
                     # the lists are equal to what is committed: remember these objects
-                    head.messages.update((name, list(msgs)) for name, msgs in lists.items())
+                    head.messages.update(lists)
                     self._keep(key, head)
                     return SaveReport(version=head.version, noop=True)
                 try:
@@ -300,11 +324,14 @@ class Ledger:
                     self._forget(key)
                     if expected_version is not None:
                         raise
+                    # another writer committed first: re-plan against its commit
+                    _backoff(attempt)
+                    attempt += 1
                     continue
                 except BaseException:
                     self._forget(key)  # unknown outcome: re-read next time
                     raise
-                self._keep(key, self._advance(head, plan, incarnation, lists))
+                self._keep(key, self._advance(head, plan, incarnation, lists, title_at))
                 return SaveReport(
                     version=plan.version,
                     noop=False,
@@ -314,15 +341,14 @@ class Ledger:
                     values_changed=len(plan.values),
                     bytes_written=plan.bytes_written,
                 )
-        raise ConflictError(f"session {key.session!r} kept changing under {_RETRIES} retries")
 
     @staticmethod
-    def _check_messages(messages: Sequence[Msg]) -> Sequence[Msg]:
-        """The container is checked here; its items when the plan reads their digests (an
-        item that is not a ``Msg`` fails there and ``_explain_bad_item`` says which)."""
+    def _check_messages(messages: Sequence[Msg]) -> list[Msg]:
+        """A copy of the list (items are checked when the plan reads their digests: an item
+        that is not a ``Msg`` fails there and ``_explain_bad_item`` says which)."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise UserError("messages must be a sequence of Msg (use sync() for dicts)")
-        return messages
+        return list(messages)
 
     @staticmethod
     def _explain_bad_item(lists: Mapping[str, Sequence[Msg]]) -> None:
@@ -339,19 +365,24 @@ class Ledger:
         self,
         key: SessionKey,
         head: Head,
-        lists: Mapping[str, Sequence[Msg]],
+        lists: Mapping[str, list[Msg]],
         values: Mapping[str, bytes | None],
-    ) -> CommitPlan | None:
+    ) -> tuple[CommitPlan | None, int]:
+        """The commit that makes the session equal ``lists`` and ``values`` (None if it already
+        is), and where the context's derived title now comes from (see ``title``)."""
         plan = CommitPlan(
             key=key,
             base_version=head.version,
             committed_at=datetime.now(UTC),
             base_incarnation=head.incarnation,
         )
+        context_changed: list[int] = []
         for name, messages in lists.items():
             diff = diff_list(head.lists.get(name, ()), messages, head.messages.get(name, ()))
             if diff.empty:
                 continue
+            if name == CONTEXT:
+                context_changed = diff.changed
             puts = []
             for position in diff.changed:
                 row, blobs = _stored(messages[position])
@@ -368,21 +399,45 @@ class Ledger:
             elif raw is not None and current != digest_of(raw):
                 plan.values[name] = raw
         if not plan.lists and not plan.values:
-            return None
-        if "title" in plan.values:
-            raw_title = plan.values["title"]
+            return None, head.title_at
+        title_at = head.title_at
+        if _TITLE in plan.values:
+            raw_title = plan.values[_TITLE]
             plan.title = decode_value(raw_title) if raw_title is not None else ""
         if CONTEXT in lists:
             plan.message_count = len(lists[CONTEXT])
-            if "title" not in head.values and "title" not in plan.values:
-                plan.title = _title_of(lists[CONTEXT]) or ""
-        return plan
+        title_deleted = _TITLE in plan.values and plan.values[_TITLE] is None
+        has_title_value = (
+            plan.values[_TITLE] is not None if _TITLE in plan.values else (_TITLE in head.values)
+        )
+        if not has_title_value and (title_deleted or CONTEXT in lists):
+            # no title value: the title is derived from the context
+            context = lists.get(CONTEXT)
+            if context is None:  # only the title value was deleted: read the committed context
+                context = self._committed_context(key, head)
+            if title_deleted:
+                title_at = UNKNOWN
+            title_at, derived = title_after_change(context, title_at, context_changed)
+            if derived is not None:
+                plan.title = derived
+        return plan, title_at
+
+    def _committed_context(self, key: SessionKey, head: Head) -> list[Msg]:
+        known = head.messages.get(CONTEXT)
+        if known is not None and len(known) == len(head.lists.get(CONTEXT, ())):
+            return known
+        stored = self.store.load(key, head.version) if head.version else None
+        return self._decode(key, stored).lists.get(CONTEXT, []) if stored else []
 
     @staticmethod
     def _advance(
-        head: Head, plan: CommitPlan, incarnation: str, saved: Mapping[str, Sequence[Msg]]
+        head: Head,
+        plan: CommitPlan,
+        incarnation: str,
+        saved: Mapping[str, list[Msg]],
+        title_at: int,
     ) -> Head:
-        """The head after ``plan`` committed; ``saved`` are the lists the save was given."""
+        """The head after ``plan`` committed; ``saved`` are the lists the save committed."""
         lists = dict(head.lists)
         for write in plan.lists:
             digests = lists[write.name] = list(lists.get(write.name, ()))
@@ -401,8 +456,8 @@ class Ledger:
             else:
                 values[name] = digest_of(raw)
         messages = {name: msgs for name, msgs in head.messages.items() if name in lists}
-        messages.update((name, list(msgs)) for name, msgs in saved.items() if msgs)
-        return Head(plan.version, lists, values, incarnation, messages)
+        messages.update((name, msgs) for name, msgs in saved.items() if msgs)
+        return Head(plan.version, lists, values, incarnation, messages, title_at)
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
         """Delete a session and all its history. True if it existed."""

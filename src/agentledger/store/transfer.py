@@ -179,12 +179,17 @@ def import_session(
 ) -> SaveReport:
     """Load an export into ``session`` (default: the exported id) as one commit.
 
-    Refuses to replace an existing session unless ``overwrite`` (then the old content stays in
-    its history).
+    Refuses to replace an existing session unless ``overwrite``: then the session becomes
+    exactly the export (lists and values it does not name are removed) and the old content
+    stays in its history.
     """
     header, lists, values = read_export(source)
     target = session or header["session"]
-    expected = None if overwrite else 0
     return ledger.save_state(
-        target, lists=lists, values=values, tenant=tenant, expected_version=expected
+        target,
+        lists=lists,
+        values=values,
+        tenant=tenant,
+        expected_version=None if overwrite else 0,
+        drop_unnamed=overwrite,
     )

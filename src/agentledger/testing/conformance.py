@@ -36,6 +36,7 @@ from agentledger.errors import (
 )
 from agentledger.messages import Msg, decode, encode
 from agentledger.store import Ledger
+from agentledger.testing.conformance_trust import TrustConformance
 from agentledger.testing.samples import every_block_message, sample_conversation
 
 __all__ = ["StoreConformance"]
@@ -52,7 +53,7 @@ def _texts(msgs: list[Msg]) -> list[str]:
     return [m.text for m in msgs]
 
 
-class StoreConformance:
+class StoreConformance(TrustConformance):
     """Behaviour every backend must show; see the module docstring."""
 
     @pytest.fixture

@@ -1,0 +1,128 @@
+"""``Ledger`` itself, over the reference store: what it remembers, how it re-plans, what it reads.
+
+The conformance suite checks what every backend stores; these tests pin what the ledger does
+between the caller and any backend: it remembers as committed only what it committed, it keeps
+re-planning a save that lost a race, and deriving a title does not read the session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from agentledger.errors import ConflictError
+from agentledger.messages import Msg
+from agentledger.store import Ledger
+from agentledger.store import ledger as ledger_module
+from agentledger.store.base import CommitPlan
+from agentledger.store.memory import MemoryStore
+
+
+class _HookedStore(MemoryStore):
+    """A memory store that runs ``during_commit`` inside each commit, before applying it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.during_commit: Callable[[CommitPlan], None] = lambda plan: None
+
+    def commit(self, plan: CommitPlan) -> str | None:
+        self.during_commit(plan)
+        return super().commit(plan)
+
+
+def test_an_element_replaced_during_a_commit_is_not_remembered_as_saved() -> None:
+    store = _HookedStore()
+    ledger = Ledger(store)
+    live = [Msg.user(f"m{i}", id=f"m{i}") for i in range(5)]
+    ledger.save("s", live)
+    edited = live[2].replace(content="edited while the first save was committing")
+
+    def edit_during_commit(plan: CommitPlan) -> None:
+        live[2] = edited  # another thread edits the caller's list mid-commit
+        store.during_commit = lambda plan: None
+
+    store.during_commit = edit_during_commit
+    live.append(Msg.user("m5", id="m5"))
+    assert ledger.save("s", live).appended == 1
+    report = ledger.save("s", live)
+    assert not report.noop and report.replaced == 1
+    assert Ledger(store).messages("s")[2].text == "edited while the first save was committing"
+
+
+def test_threads_editing_one_list_lose_no_edit() -> None:
+    """Many threads edit and save one shared list; whatever the interleaving, the final save
+    leaves the store equal to the list (the race lost 4-11 of 200 edits before)."""
+    store = MemoryStore()
+    ledger = Ledger(store)
+    live = [Msg.user(f"m{i}", id=f"m{i}") for i in range(20)]
+    ledger.save("s", live)
+
+    def editor(n: int) -> None:
+        for round_ in range(25):
+            position = (n * 7 + round_) % len(live)
+            live[position] = live[position].replace(content=f"edit {n}.{round_}")
+            ledger.save("s", live)
+
+    threads = [threading.Thread(target=editor, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ledger.save("s", live)
+    assert Ledger(store).messages("s") == live
+
+
+def test_a_save_without_expected_version_re_plans_as_long_as_others_commit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ledger_module, "_MAX_BACKOFF", 0.0005)
+    store = _HookedStore()
+    ledger, other = Ledger(store), Ledger(store)
+    base = [Msg.user("base", id="base")]
+    ledger.save("s", base)
+    races = 0
+
+    def another_writer_commits_first(plan: CommitPlan) -> None:
+        nonlocal races
+        if races < 50 and plan.lists[0].puts[-1][1].msg_id == "mine":  # not other's own commit
+            races += 1  # far more races than any fixed retry count would take
+            other.save("s", [*base, Msg.user(f"other {races}", id="o")])
+
+    store.during_commit = another_writer_commits_first
+    report = ledger.save("s", [*base, Msg.user("mine", id="mine")])
+    assert races == 50 and report.version == 52
+    assert Ledger(store).messages("s")[-1].text == "mine"
+
+
+def test_with_expected_version_the_first_lost_race_is_reported() -> None:
+    store = _HookedStore()
+    ledger, other = Ledger(store), Ledger(store)
+    ledger.save("s", [Msg.user("base", id="base")])
+
+    def another_writer_commits_first(plan: CommitPlan) -> None:
+        store.during_commit = lambda plan: None
+        other.save("s", [Msg.user("other", id="o")])
+
+    store.during_commit = another_writer_commits_first
+    with pytest.raises(ConflictError):
+        ledger.save("s", [Msg.user("mine", id="m")], expected_version=1)
+    assert [m.text for m in Ledger(store).messages("s")] == ["other"]
+
+
+def test_saving_a_reloaded_context_without_user_text_decodes_no_message() -> None:
+    store = MemoryStore()
+    msgs = [Msg.system("rules"), *(Msg.assistant(f"step {i}") for i in range(2000))]
+    Ledger(store).save("agent", msgs)
+    ledger = Ledger(store)
+    loaded = ledger.messages("agent")
+    for n in range(3):
+        loaded.append(Msg.assistant(f"more {n}"))
+        assert ledger.save("agent", loaded).appended == 1
+    fresh = Ledger(store)
+    reloaded = fresh.messages("agent")
+    reloaded[1000] = reloaded[1000].replace(content="edited")
+    assert fresh.save("agent", reloaded).replaced == 1
+    still_encoded = [m for m in loaded[:2001] + reloaded[:1000] if m._stored is not None]
+    assert len(still_encoded) == 3001  # none of them was decoded to look for a title
