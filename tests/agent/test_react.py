@@ -297,3 +297,19 @@ async def test_interrupt_between_answer_and_acting_persists_no_call(ledger: Asyn
     assert [m.role for m in history] == ["user", "assistant"]
     assert history[1].tool_calls == () and history[1].text == "on it" and calls == []
     check(history, target="strict")
+
+
+async def test_a_run_is_stored_under_the_ledgers_tenant() -> None:
+    from agentledger.store import Ledger
+
+    ledger = Ledger(MemoryStore(), tenant="acme")
+    agent = ReActAgent(ScriptedModel([Msg.assistant("hi")]), [], store=ledger)
+    ctx = RuntimeContext("s")
+    await agent.run("hello", ctx)
+    assert ctx.tenant == "acme"
+    assert [m.text for m in ledger.messages("s")] == ["hello", "hi"]
+    assert not ledger.exists("s", tenant="default")
+    other = RuntimeContext("s", tenant="named")  # an explicit tenant still wins
+    agent = ReActAgent(ScriptedModel([Msg.assistant("there")]), [], store=ledger)
+    await agent.run("hello", other)
+    assert ledger.exists("s", tenant="named")

@@ -27,7 +27,6 @@ from agentledger.agent.events import (
 )
 from agentledger.messages import Msg, ToolResultBlock
 from agentledger.store import SessionState
-from agentledger.store.ids import DEFAULT_TENANT
 
 __all__ = [
     "AgentEvent",
@@ -46,10 +45,14 @@ OnStateLoaded: TypeAlias = Callable[["RuntimeContext", list[Msg]], Awaitable[Non
 
 @dataclass(slots=True)
 class RuntimeContext:
-    """Per-run context: which session, transient attributes, the loaded state, the load hook."""
+    """Per-run context: which session, transient attributes, the loaded state, the load hook.
+
+    ``tenant`` None means the tenant of the agent's ledger; the agent sets it when the run
+    starts, so hooks and tools always see the tenant the run is stored under.
+    """
 
     session_id: str
-    tenant: str = DEFAULT_TENANT
+    tenant: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     on_state_loaded: OnStateLoaded | None = None
     state: SessionState | None = None

@@ -204,7 +204,12 @@ class ReActAgent:
 
     # -- one run -----------------------------------------------------------------------------
     def _ctx(self, ctx: RuntimeContext | str) -> RuntimeContext:
-        return RuntimeContext(session_id=ctx) if isinstance(ctx, str) else ctx
+        """The run's context, its tenant defaulting to the ledger's."""
+        if isinstance(ctx, str):
+            ctx = RuntimeContext(session_id=ctx)
+        if ctx.tenant is None:
+            ctx.tenant = self.ledger.sync.tenant
+        return ctx
 
     async def _lifecycle(
         self, run: _Run, msgs: list[Msg], recover_only: bool
