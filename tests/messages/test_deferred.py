@@ -11,7 +11,7 @@ import pytest
 
 from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import CorruptStoreError
-from agentledger.messages import decode, encode
+from agentledger.messages import decode, digest_of, encode
 from agentledger.messages.codec import decode_deferred
 from agentledger.messages.msg import deferred_messages
 from agentledger.testing.samples import every_block_message
@@ -65,7 +65,8 @@ def test_a_deferred_message_behaves_like_any_other() -> None:
 
 def test_undecodable_bytes_fail_on_first_read_every_time() -> None:
     good = Msg.user("fine", id="good")
-    (bad,) = deferred_messages(["bad"], [good.digest], [b'{"id":"bad","role":"nobody"}'])
+    body = b'{"id":"bad","role":"nobody"}'
+    (bad,) = deferred_messages(["bad"], [digest_of(body)], [body])
     for _ in range(2):
         with pytest.raises(CorruptStoreError, match="'bad' cannot be decoded"):
             bad.content  # noqa: B018
@@ -141,7 +142,7 @@ def test_decode_deferred_decodes_in_one_go_and_names_a_bad_message() -> None:
 
     good = Msg.user("fine", id="good")
     mixed = deferred_messages(
-        ["good", "bad"], [good.digest, good.digest], [encode(good), b'{"id":"bad"}']
+        ["good", "bad"], [good.digest, digest_of(b'{"id":"bad"}')], [encode(good), b'{"id":"bad"}']
     )
     with pytest.raises(CorruptStoreError, match="'bad' cannot be decoded"):
         decode_deferred(mixed)
