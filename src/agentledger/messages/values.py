@@ -57,11 +57,14 @@ class FrozenMap(Mapping[str, Any]):
     _hash: int | None
 
     def __new__(cls, data: Mapping[str, Any] | None = None) -> FrozenMap:
-        if data is None:
-            return _trusted_map({}, cls)
-        if not isinstance(data, Mapping):
+        if data is not None and not isinstance(data, Mapping):
             raise CodecError(f"FrozenMap needs a mapping, got {type(data).__name__}")
-        return _trusted_map(_freeze_items(data, "$", 1), cls)
+        frozen = _freeze_items(data, "$", 1) if data else {}
+        if not frozen and cls is FrozenMap:
+            # the one empty map: the encoder leaves out a field whose value *is* its default
+            # (``EMPTY``), so another empty map would encode differently and change the digest
+            return EMPTY
+        return _trusted_map(frozen, cls)
 
     def __init__(self, data: Mapping[str, Any] | None = None) -> None:
         """Built in ``__new__``: calling ``__init__`` again cannot change a frozen map."""
