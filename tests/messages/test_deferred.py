@@ -6,6 +6,7 @@ import asyncio
 import pickle
 import sys
 import threading
+from typing import Any
 
 import pytest
 
@@ -161,3 +162,44 @@ def test_async_loads_arrive_decoded(tmp_path: object) -> None:
             assert loaded == msgs and state.context == msgs
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "reformat",
+    [
+        lambda b: b" " + b,
+        lambda b: b.replace(b'"role":"user"', b'"name":null,"role":"user"'),
+        lambda b: b.replace(b'"id":"m"', b'"id":"\\u006d"'),
+        lambda b: b.replace(b'"metadata":{"a":1}', b'"metadata":{"$map":{"a":1}}'),
+    ],
+)
+def test_a_body_must_be_canonical_even_beside_its_own_digest(reformat: Any) -> None:
+    """Bytes agentledger did not write (a foreign writer, with a digest of its own) are
+    refused even when they mean the same message: its digest would not be the message's."""
+    msg = Msg.user("x", id="m", metadata={"a": 1})
+    body = reformat(encode(msg))
+    assert body != encode(msg) and decode(body) == msg
+    (loaded,) = deferred_messages(["m"], [digest_of(body)], [body])
+    with pytest.raises(CorruptStoreError, match="canonical"):
+        loaded.content  # noqa: B018
+    with pytest.raises(CorruptStoreError, match="canonical"):
+        decode_deferred(deferred_messages(["m"], [digest_of(body)], [body]))
+
+
+def test_the_digest_is_checked_before_the_body_is_decoded() -> None:
+    msg = Msg.user("x", id="m")
+    body = encode(msg).replace(b'"x"', b'"y"')  # still a valid message: only the digest tells
+    (loaded,) = deferred_messages(["m"], [msg.digest], [body])
+    with pytest.raises(CorruptStoreError, match="digest"):
+        loaded.text  # noqa: B018
+    with pytest.raises(CorruptStoreError, match="digest"):
+        decode_deferred(deferred_messages(["m"], [msg.digest], [body]))
+
+
+def test_a_pickled_message_comes_back_deferred_and_checked() -> None:
+    msg = Msg.user("x", id="m")
+    back = pickle.loads(pickle.dumps(msg))
+    assert back._stored is not None and back == msg and back.text == "x"
+    tampered = pickle.loads(pickle.dumps(msg).replace(b'"text":"x"', b'"text":"y"'))
+    with pytest.raises(CorruptStoreError, match="digest"):
+        tampered.text  # noqa: B018
