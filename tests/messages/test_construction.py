@@ -324,3 +324,16 @@ def test_nesting_is_limited_to_max_depth_everywhere() -> None:
     deep_map = FrozenMap({"v": nested(MAX_DEPTH - 1)})  # as deep as a map may be
     with pytest.raises(CodecError, match="deeper than"):
         freeze([deep_map])  # a frozen map nested in a new value is checked again
+
+
+def test_wrong_types_from_the_wire_are_refused_before_anything_is_saved() -> None:
+    from agentledger.wire import from_agui
+
+    with Ledger("memory://") as ledger:
+        with pytest.raises(UserError, match=r"Msg\.name must be a str or None, got int"):
+            ledger.sync("s", [{"role": "user", "content": "hi", "name": 7}])
+        assert not ledger.exists("s")
+    with pytest.raises(UserError, match=r"Msg\.name"):
+        from_agui([{"id": "a", "role": "user", "content": "hi", "name": 7}])
+    with pytest.raises(UserError, match=r"ThinkingBlock\.thinking must be a str, got int"):
+        from_agui([{"id": "r", "role": "reasoning", "content": 5}])

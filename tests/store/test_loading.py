@@ -102,3 +102,19 @@ def test_rows_of_the_wrong_shape_fail_at_load() -> None:
         with pytest.raises(CorruptStoreError, match="malformed row"):
             _load(rows)
     assert len(good.digest) == DIGEST_SIZE
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        b'{"$map":5}',
+        b'{"a":' + b"[" * 600 + b"]" * 600 + b"}",
+        b'{"a":' + b"[" * 5000 + b"]" * 5000 + b"}",
+    ],
+    ids=["map-not-an-object", "600-levels", "5000-levels"],
+)
+def test_hostile_json_in_a_stored_body_is_a_corrupt_store(metadata: bytes) -> None:
+    body = b'{"id":"m","metadata":' + metadata + b',"role":"user"}'
+    (loaded,) = _load(StoredList(["m"], [digest_of(body)], [body]))
+    with pytest.raises(CorruptStoreError, match="'m' cannot be decoded"):
+        loaded.metadata  # noqa: B018

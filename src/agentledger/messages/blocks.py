@@ -223,23 +223,26 @@ class ToolResultBlock(_BlockBase, tag="tool_result"):
 
 
 def _output(value: Any) -> tuple[Any, ...]:
+    return as_blocks(value, _OUTPUT_TYPES, "ToolResultBlock.output", "a TextBlock or a media block")
+
+
+def as_blocks(value: Any, allowed: frozenset[type], where: str, what: str) -> tuple[Any, ...]:
+    """A content argument as a tuple of blocks: a string is one ``TextBlock``, one block is
+    itself, an iterable is copied; each block must be of exactly an ``allowed`` class."""
     if isinstance(value, str):
         return (TextBlock(text=value),)
-    if type(value) in _OUTPUT_TYPES:
+    if type(value) in allowed:
         return (value,)
     try:
         blocks = tuple(value)
     except TypeError:
         raise UserError(
-            "ToolResultBlock.output must be a string, a text or media block, or an iterable "
-            f"of them, got {type(value).__name__}"
+            f"{where} must be a string, a block or an iterable of blocks, "
+            f"got {type(value).__name__}"
         ) from None
     for i, block in enumerate(blocks):
-        if type(block) not in _OUTPUT_TYPES:
-            raise UserError(
-                f"ToolResultBlock.output[{i}] must be a TextBlock or a media block, "
-                f"got {type(block).__name__}"
-            )
+        if type(block) not in allowed:
+            raise UserError(f"{where}[{i}] must be {what}, got {type(block).__name__}")
     return blocks
 
 

@@ -27,15 +27,7 @@ from typing import Any
 from agentledger.errors import CodecError, CorruptStoreError
 from agentledger.messages.canonical import digest_of, encode_struct
 from agentledger.messages.record import MsgRecord, decode_record, decode_records
-from agentledger.messages.slots import (
-    set_content,
-    set_created_at,
-    set_metadata,
-    set_name,
-    set_role,
-    set_stored,
-    set_usage,
-)
+from agentledger.messages.slots import set_fields
 
 __all__ = ["decode_deferred", "fill"]
 
@@ -54,13 +46,7 @@ def _apply(msg: Any, rec: MsgRecord, body: bytes) -> None:
         raise _corrupt(msg, f"its bytes hold message {rec.id!r}")
     if encode_struct(rec) != body:
         raise _corrupt(msg, "its bytes are not the canonical encoding of a message")
-    set_role(msg, rec.role)
-    set_content(msg, rec.content)
-    set_name(msg, rec.name)
-    set_metadata(msg, rec.metadata)
-    set_usage(msg, rec.usage)
-    set_created_at(msg, rec.created_at)
-    set_stored(msg, None)  # last: a racing reader sees either the bytes or every field
+    set_fields(msg, rec)
 
 
 def fill(msg: Any) -> None:

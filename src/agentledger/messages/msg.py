@@ -38,6 +38,7 @@ from agentledger.messages.blocks import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    as_blocks,
 )
 from agentledger.messages.deferred import fill
 from agentledger.messages.ids import new_id
@@ -48,6 +49,7 @@ from agentledger.messages.slots import (
     set_content,
     set_created_at,
     set_digest,
+    set_fields,
     set_id,
     set_metadata,
     set_name,
@@ -80,21 +82,7 @@ def _role(value: Any) -> str:
 
 
 def _content(value: Any) -> tuple[Block, ...]:
-    if isinstance(value, str):
-        return (TextBlock(text=value),)
-    if type(value) in BLOCK_TYPES:
-        return (value,)
-    try:
-        blocks = tuple(value)
-    except TypeError:
-        raise UserError(
-            "Msg.content must be a string, a block or an iterable of blocks, "
-            f"got {type(value).__name__}"
-        ) from None
-    for i, block in enumerate(blocks):
-        if type(block) not in BLOCK_TYPES:
-            raise UserError(f"Msg.content[{i}] must be a block, got {type(block).__name__}")
-    return blocks
+    return as_blocks(value, BLOCK_TYPES, "Msg.content", "a block")
 
 
 def _created_at(value: Any) -> datetime | None:
@@ -160,14 +148,8 @@ class Msg(MsgSlots):
         """Build from a decoded, checked record (the codec's fast path)."""
         msg = cls.__new__(cls)
         set_id(msg, rec.id)
-        set_role(msg, rec.role)
-        set_content(msg, rec.content)
-        set_name(msg, rec.name)
-        set_metadata(msg, rec.metadata)
-        set_usage(msg, rec.usage)
-        set_created_at(msg, rec.created_at)
         set_digest(msg, digest)
-        set_stored(msg, None)
+        set_fields(msg, rec)
         return msg
 
     def __getattr__(self, name: str) -> Any:

@@ -9,11 +9,14 @@ without importing the others.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "MsgSlots",
     "set_content",
     "set_created_at",
     "set_digest",
+    "set_fields",
     "set_id",
     "set_metadata",
     "set_name",
@@ -65,3 +68,15 @@ class MsgSlots:
     )
 )
 get_stored = MsgSlots.__dict__["_stored"].__get__
+
+
+def set_fields(msg: MsgSlots, rec: Any) -> None:
+    """Every field but the id from a decoded record; then no stored bytes remain (set last,
+    so a thread racing a deferred decode sees either the bytes or every field)."""
+    set_role(msg, rec.role)
+    set_content(msg, rec.content)
+    set_name(msg, rec.name)
+    set_metadata(msg, rec.metadata)
+    set_usage(msg, rec.usage)
+    set_created_at(msg, rec.created_at)
+    set_stored(msg, None)
