@@ -8,7 +8,8 @@ types: string keys, text UTF-8 can encode, integers that fit in 64 bits, finite 
 ``MAX_DEPTH`` levels of nesting (so that no decoder runs out of stack on a value we wrote).
 Subclasses (an ``IntEnum`` member, a ``StrEnum`` key) become their plain type. A ``FrozenMap``
 is frozen all the way down whichever way it is built, so a digest cached over one never goes
-stale; only an exact ``FrozenMap`` or ``Bytes`` is passed through without copying.
+stale. ``Bytes`` and a whole exact ``FrozenMap`` are passed through without copying; a
+``FrozenMap`` nested inside a new value is copied, so its depth is checked again.
 
 On the JSON wire a bytes value is written as ``{"$bytes": "<base64>"}``. A caller's mapping that
 itself has that shape (a single key ``$bytes`` or ``$map``) is escaped as ``{"$map": {...}}``, so
