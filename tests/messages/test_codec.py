@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -87,3 +88,89 @@ def test_decode_list_names_the_bad_item() -> None:
     good = encode(Msg.user("ok"))
     with pytest.raises(CodecError, match="item 1"):
         decode_list([good, b"{broken", good])
+
+
+# -- strict decoding: refused, typed, never read with a meaning changed -----------------------
+_NEST = 500
+
+
+def _user(fields: bytes) -> bytes:
+    return b'{"id":"x","role":"user",' + fields + b"}"
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        (_user(b'"cOntent":[{"text":"hi","type":"text"}]'), "cOntent"),
+        (_user(b'"content":[{"text":"hi","type":"text","x":1}]'), "`x`"),
+        (_user(b'"usage":{"input_tokens":1,"tokens":2}'), "tokens"),
+        (_user(b'"metadata":{"a":{"$map":5}}'), r"\$map"),
+        (_user(b'"metadata":{"$map":5}'), r"\$map"),
+        (_user(b'"metadata":{"$bytes":"AAE="}'), "non-mapping"),
+        (_user(b'"metadata":{"a":' + b"[" * _NEST + b"]" * _NEST + b"}"), "deeper"),
+        (_user(b'"metadata":{"a":' + b"[" * 5000 + b"]" * 5000 + b"}"), "recursion"),
+        (_user(b'"metadata":{"n":18446744073709551616}'), "64 bits"),
+        (_user(b'"usage":{"input_tokens":-1}'), "input_tokens"),
+        (_user(b'"usage":{"input_tokens":true}'), "bool"),
+        (_user(b'"content":[{"id":"c","is_error":0,"type":"tool_result"}]'), "int"),
+        (_user(b'"name":7'), "int"),
+        (_user(b'"id":"y"'), "same key twice"),
+        (_user(b'"metadata":{"a":1,"a":2}'), "same key twice"),
+        (_user(b'"content":[{"type":"image","media_type":"m","url":"\\u0000b"}]'), "control"),
+        (_user(b'"content":[{"text":"\\ud800","type":"text"}]'), "escape"),
+        (_user(b'"created_at":"0001-01-01T00:00:00+01:00"'), "range"),
+    ],
+)
+def test_decode_refuses_what_it_would_misread(bad: bytes, why: str) -> None:
+    with pytest.raises(CodecError, match=why):
+        decode(bad)
+    with pytest.raises(CodecError):
+        decode_list([encode(Msg.user("ok")), bad])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b'{"$map":5}',
+        b'{"a":{"$map":[1]}}',
+        b'{"$bytes":5}',
+        b"[" * _NEST + b"]" * _NEST,
+        b"[" * 5000 + b"]" * 5000,
+        b'{"a":1,"a":2}',
+        b"18446744073709551616",
+        b"NaN",
+        b"1e400",
+        b'"\\ud800"',
+    ],
+)
+def test_decode_value_refuses_what_it_would_misread(bad: bytes) -> None:
+    with pytest.raises(CodecError):
+        decode_value(bad)
+
+
+def test_reformatted_input_with_one_meaning_is_read_as_it_means() -> None:
+    msg = decode(
+        b' {"role":"user", "id":"x", "name":null, "content":[], "metadata":{"$map":{"a":1}},'
+        b' "created_at":"2026-01-01T02:00:00+02:00"} '
+    )
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    assert msg == Msg("user", id="x", metadata={"a": 1}, created_at=at)
+    assert msg.created_at.tzinfo is UTC  # type: ignore[union-attr]
+    assert decode_value(b' {"$map" : {"b" : [1, 2.0]}} ') == {"b": [1, 2.0]}
+
+
+def test_a_digest_given_to_decode_is_checked() -> None:
+    msg = Msg.user("x")
+    assert decode(encode(msg), digest=msg.digest).digest == msg.digest
+    with pytest.raises(CodecError, match="digest"):
+        decode(encode(msg), digest=b"\x00" * 16)
+    with pytest.raises(CodecError, match="digest"):
+        decode_list([encode(msg)], [b"\x00" * 16])
+
+
+def test_items_that_splice_together_are_refused() -> None:
+    one, two = encode(Msg.user("a", id="a")), encode(Msg.user("b", id="b"))
+    with pytest.raises(CodecError):
+        decode_list([one + b"," + two])
+    with pytest.raises(CodecError):
+        decode_list([one[:-1], b"}," + two])

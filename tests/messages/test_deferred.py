@@ -6,12 +6,13 @@ import asyncio
 import pickle
 import sys
 import threading
+from typing import Any
 
 import pytest
 
 from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import CorruptStoreError
-from agentledger.messages import decode, encode
+from agentledger.messages import decode, digest_of, encode
 from agentledger.messages.codec import decode_deferred
 from agentledger.messages.msg import deferred_messages
 from agentledger.testing.samples import every_block_message
@@ -65,7 +66,8 @@ def test_a_deferred_message_behaves_like_any_other() -> None:
 
 def test_undecodable_bytes_fail_on_first_read_every_time() -> None:
     good = Msg.user("fine", id="good")
-    (bad,) = deferred_messages(["bad"], [good.digest], [b'{"id":"bad","role":"nobody"}'])
+    body = b'{"id":"bad","role":"nobody"}'
+    (bad,) = deferred_messages(["bad"], [digest_of(body)], [body])
     for _ in range(2):
         with pytest.raises(CorruptStoreError, match="'bad' cannot be decoded"):
             bad.content  # noqa: B018
@@ -141,7 +143,7 @@ def test_decode_deferred_decodes_in_one_go_and_names_a_bad_message() -> None:
 
     good = Msg.user("fine", id="good")
     mixed = deferred_messages(
-        ["good", "bad"], [good.digest, good.digest], [encode(good), b'{"id":"bad"}']
+        ["good", "bad"], [good.digest, digest_of(b'{"id":"bad"}')], [encode(good), b'{"id":"bad"}']
     )
     with pytest.raises(CorruptStoreError, match="'bad' cannot be decoded"):
         decode_deferred(mixed)
@@ -160,3 +162,44 @@ def test_async_loads_arrive_decoded(tmp_path: object) -> None:
             assert loaded == msgs and state.context == msgs
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "reformat",
+    [
+        lambda b: b" " + b,
+        lambda b: b.replace(b'"role":"user"', b'"name":null,"role":"user"'),
+        lambda b: b.replace(b'"id":"m"', b'"id":"\\u006d"'),
+        lambda b: b.replace(b'"metadata":{"a":1}', b'"metadata":{"$map":{"a":1}}'),
+    ],
+)
+def test_a_body_must_be_canonical_even_beside_its_own_digest(reformat: Any) -> None:
+    """Bytes agentledger did not write (a foreign writer, with a digest of its own) are
+    refused even when they mean the same message: its digest would not be the message's."""
+    msg = Msg.user("x", id="m", metadata={"a": 1})
+    body = reformat(encode(msg))
+    assert body != encode(msg) and decode(body) == msg
+    (loaded,) = deferred_messages(["m"], [digest_of(body)], [body])
+    with pytest.raises(CorruptStoreError, match="canonical"):
+        loaded.content  # noqa: B018
+    with pytest.raises(CorruptStoreError, match="canonical"):
+        decode_deferred(deferred_messages(["m"], [digest_of(body)], [body]))
+
+
+def test_the_digest_is_checked_before_the_body_is_decoded() -> None:
+    msg = Msg.user("x", id="m")
+    body = encode(msg).replace(b'"x"', b'"y"')  # still a valid message: only the digest tells
+    (loaded,) = deferred_messages(["m"], [msg.digest], [body])
+    with pytest.raises(CorruptStoreError, match="digest"):
+        loaded.text  # noqa: B018
+    with pytest.raises(CorruptStoreError, match="digest"):
+        decode_deferred(deferred_messages(["m"], [msg.digest], [body]))
+
+
+def test_a_pickled_message_comes_back_deferred_and_checked() -> None:
+    msg = Msg.user("x", id="m")
+    back = pickle.loads(pickle.dumps(msg))
+    assert back._stored is not None and back == msg and back.text == "x"
+    tampered = pickle.loads(pickle.dumps(msg).replace(b'"text":"x"', b'"text":"y"'))
+    with pytest.raises(CorruptStoreError, match="digest"):
+        tampered.text  # noqa: B018

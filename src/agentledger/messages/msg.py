@@ -7,12 +7,18 @@ makes comparing a 12,000-message list against the store cheap. Editing returns a
 keeps the id; nothing in agentledger mutates a message or relies on object identity for its
 meaning (the planner uses identity only as a shortcut for equality).
 
+Every field is checked where the message is built (``checks``, ``values.freeze``), so a message
+that exists can always be encoded and read back equal, with the same types and digest; what
+cannot is refused with a ``UserError`` or ``CodecError`` naming the field. A message keeps no
+reference to anything mutable its caller passed in.
+
 A message loaded from a store starts *deferred*: its id and digest are set, and its stored bytes
 wait to be decoded until one of its other fields is first read (``__getattr__`` runs only for a
 slot not set yet, so a decoded message pays nothing). A reload of 12,000 messages therefore
-costs what fetching them costs, and comparing or re-saving them decodes nothing. Bytes that turn
-out to be undecodable raise ``CorruptStoreError`` at that first read; bytes passed on undecoded
-(an export, a fork) are first checked against the stored digest.
+costs what fetching them costs, and comparing or re-saving them decodes nothing. At that first
+read the bytes are checked against the stored digest and decoded strictly (``deferred``); bytes
+that fail raise ``CorruptStoreError``. Bytes passed on undecoded (an export, a fork) are first
+checked against the stored digest.
 """
 
 from __future__ import annotations
@@ -23,69 +29,76 @@ from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, Literal
 
-import msgspec
-
 from agentledger.errors import UserError
+from agentledger.messages import checks
 from agentledger.messages.blocks import (
+    BLOCK_TYPES,
     Block,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    _BlockBase,
+    as_blocks,
 )
+from agentledger.messages.deferred import fill
 from agentledger.messages.ids import new_id
+from agentledger.messages.record import MsgRecord, encode_with_digest
+from agentledger.messages.slots import (
+    MsgSlots,
+    get_stored,
+    set_content,
+    set_created_at,
+    set_digest,
+    set_fields,
+    set_id,
+    set_metadata,
+    set_name,
+    set_role,
+    set_stored,
+    set_usage,
+)
+from agentledger.messages.usage import Usage
 from agentledger.messages.values import FrozenMap, freeze_map
 
 __all__ = ["ROLES", "Msg", "Role", "Usage", "deferred_messages"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
-
-
-class Usage(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, gc=False):
-    """Token counts reported by the provider for one model call."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(**{f: getattr(self, f) + getattr(other, f) for f in self.__struct_fields__})
+_ROLE_NAMES = {role: role for role in ROLES}
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _content(value: str | Block | Iterable[Block]) -> tuple[Block, ...]:
+def _role(value: Any) -> str:
+    try:
+        role = _ROLE_NAMES.get(value) if isinstance(value, str) else None
+    except TypeError:
+        role = None
+    if role is None:
+        raise UserError(f"Msg.role must be one of {sorted(ROLES)}, got {value!r}")
+    return role  # the plain string, also for a StrEnum member
+
+
+def _content(value: Any) -> tuple[Block, ...]:
+    return as_blocks(value, BLOCK_TYPES, "Msg.content", "a block")
+
+
+def _created_at(value: Any) -> datetime | None:
+    if value is None:
+        return None
     if isinstance(value, str):
-        return (TextBlock(text=value),)
-    if isinstance(value, _BlockBase):
-        return (value,)  # type: ignore[return-value]
-    blocks = tuple(value)
-    for block in blocks:
-        if not isinstance(block, _BlockBase):
-            raise UserError(f"message content must be blocks or a string, got {block!r}")
-    return blocks  # type: ignore[return-value]
+        if value != "now":
+            raise UserError(f"Msg.created_at must be a datetime, 'now' or None, got {value!r}")
+        return _now()
+    return checks.timestamp("Msg", "created_at", value)
 
 
-class Msg:
+class Msg(MsgSlots):
     """An immutable chat message. See the module docstring for its value semantics."""
 
-    __slots__ = (
-        "_digest",
-        "_stored",
-        "content",
-        "created_at",
-        "id",
-        "metadata",
-        "name",
-        "role",
-        "usage",
-    )
+    __slots__ = ()
 
     id: str
     role: Role
@@ -106,59 +119,44 @@ class Msg:
         usage: Usage | None = None,
         created_at: datetime | Literal["now"] | None = "now",
     ) -> None:
-        if role not in ROLES:
-            raise UserError(f"role must be one of {sorted(ROLES)}, got {role!r}")
-        if id is not None and (not isinstance(id, str) or not id):
-            raise UserError(f"message id must be a non-empty string, got {id!r}")
-        if created_at == "now":
-            created_at = _now()
-        elif created_at is not None:
-            if created_at.tzinfo is None:
-                raise UserError("created_at must be timezone-aware (naive datetimes are refused)")
-            created_at = created_at.astimezone(UTC)
-        set_ = object.__setattr__
-        set_(self, "id", id or new_id())
-        set_(self, "role", role)
-        set_(self, "content", _content(content))
-        set_(self, "name", name)
-        set_(self, "metadata", freeze_map(metadata))
-        set_(self, "usage", usage)
-        set_(self, "created_at", created_at)
-        set_(self, "_digest", None)
-        set_(self, "_stored", None)
+        try:
+            get_stored(self)
+        except AttributeError:
+            pass  # a new message: its slots are empty
+        else:
+            raise AttributeError("Msg is immutable; use msg.replace(...) to make an edited copy")
+        if id is None:
+            id = new_id()
+        else:
+            id = checks.text("Msg", "id", id, optional=True)
+            if not id:
+                raise UserError("Msg.id must be a non-empty string or None, got ''")
+        if usage is not None and type(usage) is not Usage:
+            raise UserError(f"Msg.usage must be a Usage or None, got {type(usage).__name__}")
+        set_id(self, id)
+        set_role(self, _role(role))
+        set_content(self, _content(content))
+        set_name(self, checks.optional_text("Msg", "name", name))
+        set_metadata(self, freeze_map(metadata, "Msg.metadata"))
+        set_usage(self, usage)
+        set_created_at(self, _created_at(created_at))
+        set_digest(self, None)
+        set_stored(self, None)
 
     @classmethod
-    def _trusted(
-        cls,
-        id: str,
-        role: Role,
-        content: tuple[Block, ...],
-        name: str | None,
-        metadata: FrozenMap,
-        usage: Usage | None,
-        created_at: datetime | None,
-        digest: bytes | None = None,
-    ) -> Msg:
-        """Build from already-validated parts (the codec's fast path)."""
+    def _from_record(cls, rec: MsgRecord, digest: bytes | None = None) -> Msg:
+        """Build from a decoded, checked record (the codec's fast path)."""
         msg = cls.__new__(cls)
-        _set_id(msg, id)
-        _set_role(msg, role)
-        _set_content(msg, content)
-        _set_name(msg, name)
-        _set_metadata(msg, metadata)
-        _set_usage(msg, usage)
-        _set_created_at(msg, created_at)
-        _set_digest(msg, digest)
-        _set_stored(msg, None)
+        set_id(msg, rec.id)
+        set_digest(msg, digest)
+        set_fields(msg, rec)
         return msg
 
     def __getattr__(self, name: str) -> Any:
         # Reached only when a slot is unset: a deferred message's fields before decoding.
         if name in _DEFERRED_FIELDS:
-            from agentledger.messages.codec import _fill_deferred
-
             # a no-op if another thread has just finished decoding it: the fields are set
-            _fill_deferred(self)
+            fill(self)
             return object.__getattribute__(self, name)
         raise AttributeError(f"'Msg' object has no attribute {name!r}")
 
@@ -191,13 +189,8 @@ class Msg:
         """16-byte BLAKE2b digest of the canonical encoding, computed once and cached."""
         digest = self._digest
         if digest is None:
-            from agentledger.messages.codec import encode_with_digest
-
             digest = encode_with_digest(self)[1]
         return digest
-
-    def _set_digest(self, digest: bytes) -> None:
-        object.__setattr__(self, "_digest", digest)
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -210,9 +203,8 @@ class Msg:
         return hash(self.digest)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        from agentledger.messages.codec import decode, encode
-
-        return (decode, (encode(self),))
+        body, digest = encode_with_digest(self)
+        return (_unpickle, (self.id, digest, body))
 
     def __repr__(self) -> str:
         parts = [f"{type(b).__name__}" for b in self.content]
@@ -256,47 +248,24 @@ class Msg:
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
 
 
-# Slot setters that bypass ``Msg.__setattr__`` (which refuses every assignment): the codec's
-# fast path builds thousands of messages per load.
-(
-    _set_id,
-    _set_role,
-    _set_content,
-    _set_name,
-    _set_metadata,
-    _set_usage,
-    _set_created_at,
-    _set_digest,
-    _set_stored,
-) = (
-    Msg.__dict__[name].__set__
-    for name in (
-        "id",
-        "role",
-        "content",
-        "name",
-        "metadata",
-        "usage",
-        "created_at",
-        "_digest",
-        "_stored",
-    )
-)
+def _unpickle(id: str, digest: bytes, body: bytes) -> Msg:
+    """A pickled message comes back deferred: checked like a loaded one on first read."""
+    return deferred_messages([id], [digest], [body])[0]
 
 
 def deferred_messages(
     ids: Sequence[str], digests: Sequence[bytes], bodies: Sequence[bytes]
 ) -> list[Msg]:
-    """Messages whose canonical bytes ``bodies[i]`` (whose digest is ``digests[i]``, trusted)
-    are decoded on first use; see the module docstring.
+    """Messages whose canonical bytes ``bodies[i]`` (whose digest should be ``digests[i]``) are
+    decoded on first use, and checked then (``deferred``); see the module docstring.
 
     Built without a Python-level call per message (allocation and slot setting are all mapped
     in C): this is most of what a reload costs.
     """
     msgs = list(map(Msg.__new__, repeat(Msg, len(ids))))
-    deque(map(_set_id, msgs, ids), maxlen=0)
-    deque(map(_set_digest, msgs, digests), maxlen=0)
-    deque(map(_set_stored, msgs, bodies), maxlen=0)
+    deque(map(set_id, msgs, ids), maxlen=0)
+    deque(map(set_digest, msgs, digests), maxlen=0)
+    deque(map(set_stored, msgs, bodies), maxlen=0)
     return msgs
 
 

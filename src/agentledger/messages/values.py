@@ -1,13 +1,20 @@
 """Immutable JSON-like values that may hold bytes anywhere.
 
-Metadata, tool inputs and tool-result details are JSON-like trees supplied by callers and
-providers. Inside a message they are frozen: mappings become ``FrozenMap``, lists become tuples,
-bytes become ``Bytes`` (a ``bytes`` subclass the codec recognises). Freezing validates that the
-tree can be encoded exactly, so a message that exists can always be stored and read back equal.
+Metadata, tool inputs and session values are JSON-like trees supplied by callers and providers.
+Inside a message they are frozen: mappings become ``FrozenMap``, lists become tuples, bytes
+become ``Bytes`` (a ``bytes`` subclass the codec recognises). Freezing copies and validates the
+whole tree, so a value that exists can always be stored and read back equal, with the same
+types: string keys, text UTF-8 can encode, integers that fit in 64 bits, finite floats, at most
+``MAX_DEPTH`` levels of nesting (so that no decoder runs out of stack on a value we wrote).
+Subclasses (an ``IntEnum`` member, a ``StrEnum`` key) become their plain type. A ``FrozenMap``
+is frozen all the way down whichever way it is built, so a digest cached over one never goes
+stale. ``Bytes`` and a whole exact ``FrozenMap`` are passed through without copying; a
+``FrozenMap`` nested inside a new value is copied, so its depth is checked again.
 
 On the JSON wire a bytes value is written as ``{"$bytes": "<base64>"}``. A caller's mapping that
 itself has that shape (a single key ``$bytes`` or ``$map``) is escaped as ``{"$map": {...}}``, so
-no value is ever mistaken for another on the way back.
+no value is ever mistaken for another on the way back. Decoding applies the same rules as
+freezing and raises ``CodecError`` for anything freezing would refuse.
 """
 
 from __future__ import annotations
@@ -18,12 +25,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentledger.errors import CodecError
+from agentledger.messages.checks import lone_surrogate_at
 
-__all__ = ["EMPTY", "Bytes", "FrozenMap", "freeze", "thaw"]
+__all__ = ["EMPTY", "MAX_DEPTH", "Bytes", "FrozenMap", "freeze", "thaw"]
 
 _BYTES_TAG = "$bytes"
 _MAP_TAG = "$map"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+MAX_DEPTH = 100
+"""Deepest nesting of mappings and lists a frozen value may have."""
 
 
 class Bytes(bytes):
@@ -36,13 +46,35 @@ class Bytes(bytes):
 
 
 class FrozenMap(Mapping[str, Any]):
-    """A read-only mapping with string keys whose values are frozen JSON-like values."""
+    """A read-only mapping with string keys whose values are frozen JSON-like values.
+
+    ``FrozenMap(mapping)`` freezes a copy of ``mapping`` all the way down (``freeze``), so no
+    caller's list or dict is ever kept inside one.
+    """
 
     __slots__ = ("_data", "_hash")
 
+    _data: dict[str, Any]
+    _hash: int | None
+
+    def __new__(cls, data: Mapping[str, Any] | None = None) -> FrozenMap:
+        if data is not None and not isinstance(data, Mapping):
+            raise CodecError(f"FrozenMap needs a mapping, got {type(data).__name__}")
+        frozen = _freeze_items(data, "$", 1) if data else {}
+        if not frozen and cls is FrozenMap:
+            # the one empty map: the encoder leaves out a field whose value *is* its default
+            # (``EMPTY``), so another empty map would encode differently and change the digest
+            return EMPTY
+        return _trusted_map(frozen, cls)
+
     def __init__(self, data: Mapping[str, Any] | None = None) -> None:
-        self._data: dict[str, Any] = dict(data) if data else {}
-        self._hash: int | None = None
+        """Built in ``__new__``: calling ``__init__`` again cannot change a frozen map."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("FrozenMap is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (self._data,))
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
@@ -62,8 +94,8 @@ class FrozenMap(Mapping[str, Any]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset(self._data.items()))
-        return self._hash
+            _set_hash(self, hash(frozenset(self._data.items())))
+        return self._hash  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"FrozenMap({self._data!r})"
@@ -76,53 +108,101 @@ class FrozenMap(Mapping[str, Any]):
         return out
 
 
-EMPTY = FrozenMap()
+_set_data = FrozenMap.__dict__["_data"].__set__
+_set_hash = FrozenMap.__dict__["_hash"].__set__
 
 
-def freeze(value: Any, *, _path: str = "$") -> Any:
+def _trusted_map(data: dict[str, Any], cls: type[FrozenMap] = FrozenMap) -> FrozenMap:
+    """A FrozenMap over ``data``, whose keys and values are already frozen (not copied)."""
+    frozen = object.__new__(cls)
+    _set_data(frozen, data)
+    _set_hash(frozen, None)
+    return frozen
+
+
+EMPTY = _trusted_map({})
+
+
+def freeze(value: Any) -> Any:
     """Return an immutable copy of a JSON-like tree, validating that JSON can hold it exactly.
 
-    Accepts str, int (64-bit), finite float, bool, None, bytes, mappings with string keys, lists
-    and tuples. Raises ``CodecError`` naming the path of the first value it cannot hold.
+    Accepts str, int (64-bit), finite float, bool, None, bytes-like values, mappings with string
+    keys, lists and tuples, nested at most ``MAX_DEPTH`` levels. Raises ``CodecError`` naming
+    the path of the first value it cannot hold.
     """
-    if value is None or isinstance(value, (str, bool)):
+    return _freeze(value, "$", 0)
+
+
+def _freeze(value: Any, path: str, depth: int) -> Any:
+    kind = type(value)
+    if kind is str:
+        if value.isascii():
+            return value
+        at = lone_surrogate_at(value)
+        if at is None:
+            return value
+        raise CodecError(f"text at {path} holds a lone surrogate at index {at}")
+    if kind is int:
+        if _INT_MIN <= value <= _INT_MAX:
+            return value
+        raise CodecError(f"integer at {path} does not fit in 64 bits")
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise CodecError(f"non-finite float at {path} cannot be stored as JSON")
+    if value is None or kind is bool or kind is Bytes:
         return value
-    if isinstance(value, int):
-        if not _INT_MIN <= value <= _INT_MAX:
-            raise CodecError(f"integer at {_path} does not fit in 64 bits")
+    if kind is FrozenMap and depth == 0:  # frozen and within MAX_DEPTH by construction
         return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CodecError(f"non-finite float at {_path} cannot be stored as JSON")
-        return value
-    if isinstance(value, FrozenMap):
-        return value
-    if isinstance(value, Bytes):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
+    if kind is bytes:
         return Bytes(value)
-    if isinstance(value, Mapping):
-        frozen = {}
-        for key, item in value.items():
+    if isinstance(value, (Mapping, list, tuple)):
+        if depth >= MAX_DEPTH:
+            raise CodecError(f"value at {path} is nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, Mapping):
+            frozen = _freeze_items(value, path, depth + 1)
+            return _trusted_map(frozen) if frozen else EMPTY
+        return tuple(_freeze(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+    # Subclasses of the plain types become the plain type (an IntEnum member its number).
+    if isinstance(value, str):
+        return _freeze(str.__str__(value), path, depth)
+    if isinstance(value, int):
+        return _freeze(int.__int__(value), path, depth)  # bool, its only final subclass, is above
+    if isinstance(value, float):
+        return _freeze(float.__float__(value), path, depth)
+    try:
+        return Bytes(memoryview(value))  # bytes-like: a Bytes copy
+    except TypeError:
+        pass
+    raise CodecError(f"value of type {kind.__name__} at {path} is not JSON-like")
+
+
+def _freeze_items(value: Mapping[Any, Any], path: str, depth: int) -> dict[str, Any]:
+    frozen: dict[str, Any] = {}
+    for key, item in value.items():
+        if type(key) is not str:
             if not isinstance(key, str):
-                raise CodecError(f"mapping key {key!r} at {_path} is not a string")
-            frozen[key] = freeze(item, _path=f"{_path}.{key}")
-        return FrozenMap(frozen) if frozen else EMPTY
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(item, _path=f"{_path}[{i}]") for i, item in enumerate(value))
-    raise CodecError(f"value of type {type(value).__name__} at {_path} is not JSON-like")
+                raise CodecError(f"mapping key {key!r} at {path} is not a string")
+            key = str.__str__(key)
+        at = lone_surrogate_at(key)
+        if at is not None:
+            raise CodecError(f"mapping key {key!r} at {path} holds a lone surrogate")
+        frozen[key] = _freeze(item, f"{path}.{key}", depth)
+    return frozen
 
 
-def freeze_map(value: Mapping[str, Any] | None) -> FrozenMap:
-    """Freeze a mapping argument (``None`` and empty give the shared empty map)."""
+def freeze_map(value: Any, where: str = "$") -> FrozenMap:
+    """Freeze a mapping argument (``None`` and empty give the shared empty map).
+
+    ``where`` names the field in errors (``"ToolUseBlock.input"``).
+    """
+    if type(value) is FrozenMap:
+        return value
     if value is None:
         return EMPTY
-    if isinstance(value, FrozenMap):
-        return value
     if not isinstance(value, Mapping):
-        raise CodecError(f"expected a mapping, got {type(value).__name__}")
-    frozen = freeze(value)
-    return frozen if isinstance(frozen, FrozenMap) else EMPTY
+        raise CodecError(f"{where} must be a mapping, got {type(value).__name__}")
+    return _freeze(value, where, 0)  # type: ignore[no-any-return]
 
 
 def thaw(value: Any) -> Any:
@@ -145,42 +225,69 @@ def json_enc_hook(obj: Any) -> Any:
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
+_FLAT = frozenset((str, float, bool, type(None)))
 
 
 def json_dec_hook(type_: type, obj: Any) -> Any:
     """msgspec ``dec_hook``: rebuild a ``FrozenMap`` field from decoded JSON."""
     if type_ is FrozenMap:
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             raise CodecError(f"expected a JSON object, got {type(obj).__name__}")
         if not obj:
             return EMPTY
-        if all(type(v) in _SCALARS for v in obj.values()):  # the common, flat case
-            frozen = FrozenMap.__new__(FrozenMap)
-            frozen._data, frozen._hash = obj, None
-            return frozen
-        return _from_json_map(obj)
+        if len(obj) > 1 or (_BYTES_TAG not in obj and _MAP_TAG not in obj):
+            kinds = set(map(type, obj.values()))
+            if kinds <= _FLAT:  # the common case: a flat map of scalars, kept as decoded
+                return _trusted_map(obj)
+            if kinds <= _FLAT | {int} and _ints_fit(obj.values()):
+                return _trusted_map(obj)
+        return from_json_map(obj)
     raise NotImplementedError(f"cannot decode {type_.__name__}")
 
 
-def _from_json(obj: Any) -> Any:
-    if isinstance(obj, dict):
+def _ints_fit(values: Any) -> bool:
+    return all(_INT_MIN <= v <= _INT_MAX for v in values if type(v) is int)
+
+
+def from_json(obj: Any, depth: int = 0) -> Any:
+    """The frozen value of decoded JSON (tags undone); ``CodecError`` for anything ``freeze``
+    would refuse."""
+    kind = type(obj)
+    if kind is dict:
+        items = obj
         if len(obj) == 1:
             if _BYTES_TAG in obj:
-                try:
-                    return Bytes(base64.b64decode(obj[_BYTES_TAG], validate=True))
-                except (ValueError, TypeError) as exc:
-                    raise CodecError(f"bad base64 in {_BYTES_TAG} value: {exc}") from None
+                return _bytes_from(obj[_BYTES_TAG])
             if _MAP_TAG in obj:
-                return FrozenMap({k: _from_json(v) for k, v in obj[_MAP_TAG].items()})
-        return FrozenMap({k: _from_json(v) for k, v in obj.items()}) if obj else EMPTY
-    if isinstance(obj, list):
-        return tuple(_from_json(item) for item in obj)
+                items = obj[_MAP_TAG]
+                if type(items) is not dict:
+                    raise CodecError(f"a {_MAP_TAG} value must be an object")
+        if depth >= MAX_DEPTH:
+            raise CodecError(f"a value is nested deeper than {MAX_DEPTH} levels")
+        if not items:
+            return EMPTY
+        return _trusted_map({k: from_json(v, depth + 1) for k, v in items.items()})
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            raise CodecError(f"a value is nested deeper than {MAX_DEPTH} levels")
+        return tuple(from_json(item, depth + 1) for item in obj)
+    if kind is int and not _INT_MIN <= obj <= _INT_MAX:
+        raise CodecError("an integer does not fit in 64 bits")
     return obj
 
 
-def _from_json_map(obj: dict[str, Any]) -> FrozenMap:
-    frozen = _from_json(obj)
-    if not isinstance(frozen, FrozenMap):  # a top-level {"$bytes": ...} is not a mapping
+def _bytes_from(text: Any) -> Bytes:
+    if type(text) is not str:
+        raise CodecError(f"a {_BYTES_TAG} value must be a base64 string")
+    try:
+        return Bytes(base64.b64decode(text, validate=True))
+    except ValueError as exc:
+        raise CodecError(f"bad base64 in {_BYTES_TAG} value: {exc}") from None
+
+
+def from_json_map(obj: dict[str, Any]) -> FrozenMap:
+    """``from_json`` for an object that must decode to a mapping."""
+    frozen = from_json(obj)
+    if type(frozen) is not FrozenMap:  # a top-level {"$bytes": ...} is not a mapping
         raise CodecError("a metadata object decoded to a non-mapping value")
     return frozen

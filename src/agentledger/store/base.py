@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import ConflictError, SessionBusyError, VersionNotFoundError
-from agentledger.messages import Msg, decode
+from agentledger.messages import Msg
+from agentledger.store.media import decode_without_media
 
 __all__ = [
     "CommitPlan",
@@ -353,7 +354,7 @@ class Store(ABC):
                 continue
             for name, rows in state.lists.items():
                 for position, (msg_id, body) in enumerate(zip(rows.ids, rows.bodies, strict=True)):
-                    text = searchable_text(decode(body))
+                    text = searchable_text(decode_without_media(body))
                     if all(w in text.lower() for w in words):
                         hits.append(
                             SearchHit(

@@ -32,7 +32,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentledger.errors import CodecError, CorruptStoreError
-from agentledger.messages import decode
 from agentledger.store.base import (
     CommitPlan,
     Head,
@@ -56,6 +55,7 @@ from agentledger.store.jsonl_log import (
     plan_records,
     read_info,
 )
+from agentledger.store.media import blob_refs, decode_without_media
 
 __all__ = ["JsonlStore", "TornTail"]
 
@@ -64,7 +64,6 @@ logger = logging.getLogger("agentledger.store.jsonl")
 _SUFFIX = ".jsonl"
 _BLOBS = "_blobs"  # never a session file: those end in .jsonl / .lock
 _BLOB_NAME = re.compile(r"[0-9a-f]{32}")
-_BLOB_REF = re.compile(rb"\\u0000blob:([0-9a-f]{32})")  # as media.blob_refs, but tolerant
 _STALE_TMP_SECONDS = 3600
 
 
@@ -566,21 +565,21 @@ class JsonlStore(Store):
                     log = None
                 if log is not None:
                     return {
-                        bytes.fromhex(m.decode())
+                        d
                         for rows in log.rows.values()
                         for r in rows
-                        for m in _BLOB_REF.findall(r.item.body)
+                        for d in blob_refs(r.item.body)
                     }
         # Not in memory: scan the raw file, which may keep a few more blobs than needed.
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return set()
-        return {bytes.fromhex(m.decode()) for m in _BLOB_REF.findall(data)}
+        return set(blob_refs(data))
 
 
 def _text_of(body: bytes) -> str:
     try:
-        return searchable_text(decode(body))
+        return searchable_text(decode_without_media(body))
     except CodecError:
         return ""

@@ -1,16 +1,19 @@
 """Turning the rows a store loaded into the messages a ledger returns.
 
 Every row is checked at C speed (types, digest size, a body that opens a JSON object), then
-becomes a *deferred* ``Msg``: id and digest set, body decoded on first read (see
-``agentledger.messages.msg``). A reload therefore costs what fetching the rows costs. The one
-exception is a body that references media stored apart from it: that message is decoded now
-and its media put back, since only the store can supply them.
+becomes a *deferred* ``Msg``: id and digest set, body checked against the digest and decoded on
+first read (see ``agentledger.messages.deferred``). A reload therefore costs what fetching the
+rows costs. The one exception is a body that references media stored apart from it
+(``media``): its media are fetched now, in one call for the whole list, since only the store
+can supply them, and put back into the canonical bytes the message is then deferred on (the
+digest check at first read covers them too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from operator import itemgetter
+from typing import Any
 
 from agentledger.errors import CodecError, CorruptStoreError
 from agentledger.messages import Msg
@@ -40,17 +43,40 @@ def loaded_messages(
             f"{where} holds a malformed row (an id, digest or body of the wrong type or shape)",
             location=where,
         )
-    msgs = deferred_messages(ids, digests, bodies)
     if may_have_media and any(map(media.has_refs, bodies)):
-        for position, body in enumerate(bodies):
-            if media.has_refs(body):
-                try:
-                    msgs[position] = media.internalize(body, digests[position], read_media)
-                except (CodecError, KeyError, ValueError) as exc:
-                    raise CorruptStoreError(
-                        f"{where} position {position} cannot be decoded: {exc}", location=where
-                    ) from None
-    return msgs
+        bodies = _with_media(bodies, where, read_media)
+    return deferred_messages(ids, digests, bodies)
+
+
+def _with_media(
+    bodies: Sequence[bytes],
+    where: str,
+    read_media: Callable[[Sequence[bytes]], dict[bytes, bytes]],
+) -> list[bytes]:
+    """``bodies`` with every media reference replaced by the media (one fetch for all)."""
+    found: dict[int, tuple[Any, list[Any]]] = {}
+    for position, body in enumerate(bodies):
+        try:
+            tree, refs = media.references(body)
+        except CodecError as exc:
+            raise CorruptStoreError(
+                f"{where} position {position} cannot be decoded: {exc}", location=where
+            ) from None
+        if refs:
+            found[position] = (tree, refs)
+    if not found:
+        return list(bodies)
+    wanted = list(dict.fromkeys(d for _, refs in found.values() for _, d in refs))
+    blobs = read_media(wanted)
+    out = list(bodies)
+    for position, (tree, refs) in found.items():
+        try:
+            out[position] = media.restore(out[position], tree, refs, blobs)
+        except CodecError as exc:
+            raise CorruptStoreError(
+                f"{where} position {position} cannot be decoded: {exc}", location=where
+            ) from None
+    return out
 
 
 def _malformed(ids: Sequence[str], digests: Sequence[bytes], bodies: Sequence[bytes]) -> bool:

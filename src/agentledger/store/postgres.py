@@ -33,7 +33,7 @@ from agentledger.errors import (
     StoreUnavailableError,
 )
 from agentledger.errors import UserError as _UserError
-from agentledger.messages import decode, digest_of
+from agentledger.messages import digest_of
 from agentledger.store import postgres_schema as ddl
 from agentledger.store.base import (
     CommitPlan,
@@ -51,7 +51,7 @@ from agentledger.store.base import (
     process_lock,
     snippet_around,
 )
-from agentledger.store.media import blob_refs
+from agentledger.store.media import blob_refs, decode_without_media
 
 if TYPE_CHECKING:
     import psycopg
@@ -304,7 +304,7 @@ class PostgresStore(Store):
         lists = lists_from_rows(rows, gap)
         for name, loaded in lists.items():
             if "\ufffd" in "".join(loaded.ids):  # maybe an id whose NUL ``_text`` replaced
-                exact = [decode(body).id for body in loaded.bodies]
+                exact = [decode_without_media(body).id for body in loaded.bodies]
                 lists[name] = StoredList(exact, loaded.digests, loaded.bodies)
         return lists
 
