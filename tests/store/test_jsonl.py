@@ -32,7 +32,7 @@ from agentledger.store import (
 )
 from agentledger.store.ids import path_component
 from agentledger.store.jsonl import JsonlStore
-from agentledger.store.jsonl_log import SessionLog
+from agentledger.store.jsonl_replay import SessionLog
 from agentledger.testing.conformance import StoreConformance
 from agentledger.testing.samples import sample_conversation
 from agentledger.testing.statemachine import run_ledger_state_machine

@@ -13,13 +13,13 @@ A save is one ``os.write`` of its records and commit record on an ``O_APPEND`` d
 commit record; loads ignore and report it (``last_torn_tail``), and the next save cuts it off
 under the lock. Each process keeps the replayed index of the logs it uses and, when another
 process has appended, reads only the new bytes. ``purge_history`` rewrites a log atomically
-when dead records outweigh live ones. The record format is described in ``jsonl_log``.
+when dead records outweigh live ones. The record format is in ``jsonl_format``, replaying a
+log in ``jsonl_replay``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
@@ -27,7 +27,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,14 +48,16 @@ from agentledger.store.base import (
     snippet_around,
 )
 from agentledger.store.ids import path_component
-from agentledger.store.jsonl_log import (
-    Purge,
-    SessionLog,
-    TornTail,
-    encode_record,
-    plan_records,
-    read_info,
+from agentledger.store.jsonl_files import (
+    ensure_dir,
+    fingerprint,
+    flock,
+    fsync_dir,
+    read_range,
+    write_all,
 )
+from agentledger.store.jsonl_format import Purge, encode_record, plan_records
+from agentledger.store.jsonl_replay import SessionLog, TornTail, read_info
 
 __all__ = ["JsonlStore", "TornTail"]
 
@@ -66,36 +68,6 @@ _BLOBS = "_blobs"  # never a session file: those end in .jsonl / .lock
 _BLOB_NAME = re.compile(r"[0-9a-f]{32}")
 _BLOB_REF = re.compile(rb"\\u0000blob:([0-9a-f]{32})")  # as media.blob_refs, but tolerant
 _STALE_TMP_SECONDS = 3600
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _read_range(fd: int, start: int, end: int) -> bytes:
-    """Bytes ``start:end`` of the file (fewer if it is shorter now)."""
-    parts = []
-    while start < end:
-        part = os.pread(fd, end - start, start)
-        if not part:
-            break
-        parts.append(part)
-        start += len(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class JsonlStore(Store):
@@ -136,34 +108,6 @@ class JsonlStore(Store):
         with self._guard:
             return self._locks.setdefault(str(path), threading.Lock())
 
-    @contextlib.contextmanager
-    def _flock(self, path: Path, *, shared: bool = False) -> Iterator[None]:
-        """An flock on ``path`` (created if missing), retried if it was unlinked meanwhile."""
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-                st = os.fstat(fd)
-                try:
-                    current = os.stat(path)
-                except FileNotFoundError:
-                    current = None
-            except BaseException:
-                os.close(fd)
-                raise
-            if current is not None and (current.st_dev, current.st_ino) == (st.st_dev, st.st_ino):
-                break
-            os.close(fd)  # delete() removed the lock file while we waited: lock the new one
-        try:
-            yield
-        finally:
-            os.close(fd)
-
-    def _ensure_dir(self, path: Path) -> None:
-        if not path.is_dir():
-            path.mkdir(parents=True, exist_ok=True)
-            _fsync_dir(path.parent)
-
     # -- the per-process index ---------------------------------------------------------------
     def _refresh(self, path: Path, key: SessionKey | None = None) -> SessionLog | None:
         """The replayed log at ``path`` (None if there is no file), reading only what changed.
@@ -177,7 +121,7 @@ class JsonlStore(Store):
         except FileNotFoundError:
             self._forget(name)
             return None
-        if log is not None and log.fingerprint == _fingerprint(st) and log.torn is None:
+        if log is not None and log.fingerprint == fingerprint(st) and log.torn is None:
             return log  # (a torn tail is re-read: a writer may cut it and append same-sized data)
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -231,14 +175,14 @@ class JsonlStore(Store):
             # Appended to by another process: read on from our last commit record, after
             # checking that it is still there (the same inode may hold a recreated log).
             start = log.clean_end - len(log.last_close)
-            data = _read_range(fd, start, st.st_size)
+            data = read_range(fd, start, st.st_size)
             if data.startswith(log.last_close):
                 log.feed(data[len(log.last_close) :], log.clean_end)
-                log.fingerprint = _fingerprint(st)
+                log.fingerprint = fingerprint(st)
                 return log
         log = SessionLog(path)
-        log.feed(_read_range(fd, 0, st.st_size), 0)
-        log.fingerprint = _fingerprint(st)
+        log.feed(read_range(fd, 0, st.st_size), 0)
+        log.fingerprint = fingerprint(st)
         return log
 
     def _cached(self, name: str) -> SessionLog | None:
@@ -337,14 +281,14 @@ class JsonlStore(Store):
         try:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
-                fingerprint = _fingerprint(st)
+                stamp = fingerprint(st)
                 with self._thread_lock(path):
                     log = self._cached(name)
-                    if log is not None and log.fingerprint == fingerprint:
+                    if log is not None and log.fingerprint == stamp:
                         return log.info()
                 with self._guard:
                     cached = self._tails.get(name)
-                if cached is not None and cached[0] == fingerprint:
+                if cached is not None and cached[0] == stamp:
                     return cached[1]
                 info = read_info(f.fileno(), st.st_size)
         except FileNotFoundError:
@@ -353,7 +297,7 @@ class JsonlStore(Store):
             logger.warning("%s: cannot read (%s); not listed", path, exc)
             return None
         with self._guard:
-            self._tails[name] = (fingerprint, info)
+            self._tails[name] = (stamp, info)
         return info
 
     def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
@@ -397,15 +341,15 @@ class JsonlStore(Store):
         key = plan.key
         path = self._log_path(key)
         directory = path.parent
-        self._ensure_dir(directory)
+        ensure_dir(directory)
         with contextlib.ExitStack() as stack:
             if plan.media:  # held shared so that blob collection cannot remove them meanwhile
                 blobs = directory / _BLOBS
-                self._ensure_dir(blobs)
-                stack.enter_context(self._flock(blobs / ".lock", shared=True))
+                ensure_dir(blobs)
+                stack.enter_context(flock(blobs / ".lock", shared=True))
                 self._write_blobs(blobs, plan.media)
             stack.enter_context(self._thread_lock(path))
-            stack.enter_context(self._flock(path.with_suffix(".lock")))
+            stack.enter_context(flock(path.with_suffix(".lock")))
             log = self._refresh(path, key)
             check_base(plan, log.version if log else 0, log.incarnation if log else "")
             if log is None or log.version == 0:
@@ -418,7 +362,7 @@ class JsonlStore(Store):
             except BaseException:
                 self._forget(str(path))
                 raise
-            log.fingerprint = _fingerprint(st)
+            log.fingerprint = fingerprint(st)
             self._remember(str(path), log)
             return log.incarnation
 
@@ -429,7 +373,7 @@ class JsonlStore(Store):
             try:
                 if os.fstat(fd).st_size != clean_end:
                     os.ftruncate(fd, clean_end)  # the torn tail of a save that never committed
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             except BaseException:
                 self._forget(str(path))
@@ -440,7 +384,7 @@ class JsonlStore(Store):
         finally:
             os.close(fd)
         if clean_end == 0:
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         return st
 
     def _write_blobs(self, blobs: Path, media: dict[bytes, bytes]) -> None:
@@ -457,14 +401,14 @@ class JsonlStore(Store):
             os.replace(tmp, target)
             wrote = True
         if wrote:
-            _fsync_dir(blobs)
+            fsync_dir(blobs)
 
     def delete(self, key: SessionKey) -> bool:
         path = self._log_path(key)
         lock_path = path.with_suffix(".lock")
         if not path.exists() and not lock_path.exists():
             return False
-        with self._thread_lock(path), self._flock(lock_path):
+        with self._thread_lock(path), flock(lock_path):
             try:
                 log = self._refresh(path, key)
                 existed = log is not None and log.version > 0
@@ -477,7 +421,7 @@ class JsonlStore(Store):
                 path.unlink()
             with contextlib.suppress(FileNotFoundError):
                 lock_path.unlink()  # waiters notice and lock the next file (see _flock)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         self._collect_blobs(key.tenant)
         return existed
 
@@ -485,7 +429,7 @@ class JsonlStore(Store):
         path = self._log_path(key)
         if not path.exists():
             return 0
-        with self._thread_lock(path), self._flock(path.with_suffix(".lock")):
+        with self._thread_lock(path), flock(path.with_suffix(".lock")):
             log = self._refresh(path, key)
             if log is None or log.version == 0:
                 return 0
@@ -501,7 +445,7 @@ class JsonlStore(Store):
                     line = encode_record(Purge(oldest=oldest, at=datetime.now(UTC)))
                     st = self._append(path, log.clean_end, line)
                     log.closed_by(line)
-                    log.fingerprint = _fingerprint(st)
+                    log.fingerprint = fingerprint(st)
             except BaseException:
                 self._forget(str(path))
                 raise
@@ -511,7 +455,7 @@ class JsonlStore(Store):
     def _rewrite(self, path: Path, log: SessionLog) -> None:
         """Replace the log by its compacted form: tmp file, fsync, rename, fsync dir."""
         with open(path, "rb") as f:
-            data = log.compacted(lambda a, b: _read_range(f.fileno(), a, b))
+            data = log.compacted(lambda a, b: read_range(f.fileno(), a, b))
         tmp = path.parent / f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
         try:
             with open(tmp, "wb") as f:
@@ -527,8 +471,8 @@ class JsonlStore(Store):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
             raise
-        _fsync_dir(path.parent)
-        fresh.fingerprint = _fingerprint(os.stat(path))
+        fsync_dir(path.parent)
+        fresh.fingerprint = fingerprint(os.stat(path))
         self._remember(str(path), fresh)
         logger.info("%s: compacted from %d to %d bytes", path, log.clean_end, len(data))
 
@@ -538,7 +482,7 @@ class JsonlStore(Store):
         blobs = directory / _BLOBS
         if not blobs.is_dir():
             return
-        with self._flock(blobs / ".lock"):
+        with flock(blobs / ".lock"):
             referenced: set[bytes] = set()
             for entry in os.scandir(directory):
                 if entry.name.endswith(_SUFFIX):

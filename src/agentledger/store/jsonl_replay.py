@@ -1,39 +1,24 @@
-"""One ``jsonl://`` session log: its record types, and replaying it into an in-memory index.
+"""Replaying a ``jsonl://`` session log into an in-memory index, and reading its tail.
 
-A session is one append-only file, one JSON object per line::
-
-    {"op":"header","format":1,"tenant":"t","session":"s","created_at":"2026-01-01T00:00:00Z"}
-    {"op":"put","v":3,"list":"context","pos":17,"id":"m17","digest":"9f…","body":{…message…}}
-    {"op":"trunc","v":3,"list":"context","length":12}
-    {"op":"set","v":3,"name":"summary","value":"…"}
-    {"op":"del","v":3,"name":"summary"}
-    {"op":"commit","v":3,"at":"…","appended":1,"replaced":0,"truncated":5,"values_changed":1,
-     "title":"…","message_count":12}
-    {"op":"purge","oldest":3,"at":"…"}
-
-The records of version ``v`` precede its ``commit`` record and count only once it is read: a
-tail without one (a save cut short by a crash) is not part of the session. Message bodies are
-embedded as they are (they already are compact JSON), so nothing is re-encoded on the way in or
-out. A compacted log starts at version ``oldest`` (in its header) with a snapshot of that
-version. ``SessionLog`` is the replayed index: every row with the versions it was live for,
-exactly as ``memory.py`` keeps them, plus the byte offsets needed to resume reading.
+``SessionLog`` is the replayed index: every row with the versions it was live for, exactly as
+``memory.py`` keeps them, plus the byte offsets needed to resume reading. The records of a
+version count only once its commit record is read: a tail without one (a save cut short by a
+crash) is recorded as ``torn`` and belongs to no version. ``read_info`` lists a session from
+its header and last commit record without replaying the log. The format is in
+``jsonl_format``.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import msgspec
-
-from agentledger.errors import CorruptStoreError, UserError
+from agentledger.errors import CorruptStoreError
 from agentledger.messages import digest_of
 from agentledger.store.base import (
-    CommitPlan,
     Head,
     SessionInfo,
     StoredList,
@@ -41,108 +26,28 @@ from agentledger.store.base import (
     StoredState,
     VersionInfo,
 )
+from agentledger.store.jsonl_format import (
+    FORMAT,
+    BaseRecord,
+    Commit,
+    DecodeErrors,
+    DelValue,
+    Header,
+    Purge,
+    Put,
+    SetValue,
+    Trunc,
+    Versioned,
+    Written,
+    commit_decoder,
+    decoder,
+    embed,
+    encode_record,
+    header_decoder,
+    unembed,
+)
 
-__all__ = [
-    "FORMAT",
-    "Commit",
-    "Header",
-    "Purge",
-    "SessionLog",
-    "TornTail",
-    "encode_record",
-    "plan_records",
-    "read_info",
-]
-
-FORMAT = 1
-
-
-class _Record(msgspec.Struct, tag_field="op", kw_only=True, omit_defaults=True):
-    pass
-
-
-class Header(_Record, tag="header"):
-    format: int
-    tenant: str
-    session: str
-    created_at: datetime
-    oldest: int = 1
-
-
-class _Versioned(_Record, kw_only=True):
-    v: int  # the version whose commit record closes this record
-
-
-class Put(_Versioned, tag="put", kw_only=True):
-    list_name: str = msgspec.field(name="list")
-    pos: int
-    msg_id: str = msgspec.field(name="id")
-    digest: str
-    enc: str | None = None  # "b64" when the body is not embeddable JSON
-    body: msgspec.Raw
-
-
-class Trunc(_Versioned, tag="trunc"):
-    list_name: str = msgspec.field(name="list")
-    length: int
-
-
-class SetValue(_Versioned, tag="set", kw_only=True):
-    name: str
-    enc: str | None = None
-    value: msgspec.Raw
-
-
-class DelValue(_Versioned, tag="del"):
-    name: str
-
-
-class Commit(_Record, tag="commit", omit_defaults=False):
-    v: int
-    at: datetime
-    appended: int = 0
-    replaced: int = 0
-    truncated: int = 0
-    values_changed: int = 0
-    title: str | None = None  # the session's title as of this version (not a change)
-    message_count: int = 0
-
-
-class Purge(_Record, tag="purge"):
-    oldest: int
-    at: datetime
-
-
-Record = Header | Put | Trunc | SetValue | DelValue | Commit | Purge
-_encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(Record)
-_commit_decoder = msgspec.json.Decoder(Commit)
-_header_decoder = msgspec.json.Decoder(Header)
-_DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
-
-
-def encode_record(record: _Record) -> bytes:
-    """One log line, newline included."""
-    return _encoder.encode(record) + b"\n"
-
-
-def embed(raw: bytes) -> tuple[str | None, msgspec.Raw]:
-    """``raw`` as a JSON value to embed as is, or base64 if it is not one-line JSON."""
-    if b"\n" not in raw:
-        try:
-            msgspec.json.decode(raw, type=msgspec.Raw)  # validates without building objects
-            return None, msgspec.Raw(raw)
-        except _DecodeErrors:
-            pass
-    return "b64", msgspec.Raw(_encoder.encode(base64.b64encode(raw).decode("ascii")))
-
-
-def _unembed(enc: str | None, raw: msgspec.Raw) -> bytes:
-    if enc is None:
-        return bytes(raw)
-    if enc == "b64":
-        return base64.b64decode(msgspec.json.decode(raw, type=str))
-    raise ValueError(f"unknown encoding {enc!r}")
+__all__ = ["Group", "Row", "SessionLog", "TornTail", "ValueRow", "live_at", "read_info"]
 
 
 def read_info(fd: int, size: int) -> SessionInfo | None:
@@ -150,8 +55,8 @@ def read_info(fd: int, size: int) -> SessionInfo | None:
     so that listing sessions does not replay whole logs."""
     head = os.pread(fd, min(size, 8192), 0)
     try:
-        header = _header_decoder.decode(head[: head.find(b"\n")]) if b"\n" in head else None
-    except _DecodeErrors:
+        header = header_decoder.decode(head[: head.find(b"\n")]) if b"\n" in head else None
+    except DecodeErrors:
         header = None
     if header is None:
         return None
@@ -165,8 +70,8 @@ def read_info(fd: int, size: int) -> SessionInfo | None:
         for line in reversed(lines):
             if line.startswith(b'{"op":"commit"'):
                 try:
-                    c = _commit_decoder.decode(line)
-                except _DecodeErrors:
+                    c = commit_decoder.decode(line)
+                except DecodeErrors:
                     continue
                 h = header
                 return SessionInfo(
@@ -218,7 +123,7 @@ class TornTail:
 
 
 # A record read but not yet committed: (record, line length, line number, offset, known item).
-_Pending = tuple[_Record, int, int, int, "StoredMsg | None"]
+_Pending = tuple[BaseRecord, int, int, int, "StoredMsg | None"]
 
 
 class SessionLog:
@@ -254,7 +159,7 @@ class SessionLog:
         pending: list[_Pending] = []
         lineno, pos, size = self.lines, 0, len(view)
         self.torn = None
-        find, decode, add = data.find, _decoder.decode, pending.append
+        find, decode, add = data.find, decoder.decode, pending.append
         while pos < size:
             nl = find(b"\n", pos)
             if nl < 0:
@@ -263,7 +168,7 @@ class SessionLog:
             lineno += 1
             try:
                 rec = decode(view[pos:nl])
-            except _DecodeErrors as exc:
+            except DecodeErrors as exc:
                 if _closes_after(view, nl + 1, find):
                     raise self._corrupt(lineno, f"not a valid record ({exc})") from None
                 self._set_torn(pending, base + pos, base + size, lineno, f"bad line ({exc})")
@@ -326,7 +231,7 @@ class SessionLog:
         live_of, rows_of = self.live, self.rows
         for rec, nbytes, line, _, item in pending:
             try:
-                if not isinstance(rec, _Versioned) or rec.v != v:
+                if not isinstance(rec, Versioned) or rec.v != v:
                     raise ValueError(f"a record of another version inside version {v}")
                 if type(rec) is Put:  # the hot path: inlined
                     live = live_of.get(rec.list_name)
@@ -335,7 +240,7 @@ class SessionLog:
                         rows_of.setdefault(rec.list_name, [])
                     text, position = None, rec.pos
                     if item is None:
-                        body = bytes(rec.body) if rec.enc is None else _unembed(rec.enc, rec.body)
+                        body = bytes(rec.body) if rec.enc is None else unembed(rec.enc, rec.body)
                         item = StoredMsg(rec.msg_id, bytes.fromhex(rec.digest), body)
                     elif item.text:  # kept for search; loads return no text (it is not stored)
                         text, item = item.text, StoredMsg(item.msg_id, item.digest, item.body)
@@ -361,7 +266,7 @@ class SessionLog:
         self.title, self.message_count = commit.title, commit.message_count
         self.updated_at = commit.at
 
-    def _apply_other(self, rec: _Record, v: int, nbytes: int) -> bool:
+    def _apply_other(self, rec: BaseRecord, v: int, nbytes: int) -> bool:
         """Apply a trunc/set/del record of version ``v``; True if it holds a row (set)."""
         if isinstance(rec, Trunc):
             live = self.live.setdefault(rec.list_name, [])
@@ -378,7 +283,7 @@ class SessionLog:
                 if value.version_to is None:
                     value.version_to = v
             if isinstance(rec, SetValue):
-                rows.append(ValueRow(v, None, _unembed(rec.enc, rec.value), nbytes))
+                rows.append(ValueRow(v, None, unembed(rec.enc, rec.value), nbytes))
                 return True
             return False
         raise ValueError(f"unexpected {type(rec).__name__} record")
@@ -521,82 +426,6 @@ class SessionLog:
         return b"".join(out)
 
 
-Written = list[tuple[_Record, bytes, StoredMsg | None]]
-
-
-def plan_records(plan: CommitPlan, log: SessionLog | None) -> Written:
-    """The lines of one save (a header first when it creates the log), checked against the
-    log so that a malformed plan raises ``UserError`` before anything is written."""
-    v = plan.version
-    out: Written = []
-
-    def add(rec: _Record, item: StoredMsg | None = None) -> None:
-        out.append((rec, encode_record(rec), item))
-
-    if log is None or log.header is None:
-        key = plan.key
-        add(
-            Header(
-                format=FORMAT, tenant=key.tenant, session=key.session, created_at=plan.committed_at
-            )
-        )
-    lengths: dict[str, int] = {}
-    for write in plan.lists:
-        n = lengths.get(write.name)
-        if n is None:
-            n = len(log.live.get(write.name, ())) if log is not None else 0
-        for pos, item in write.puts:
-            if not 0 <= pos <= n or pos >= write.length:
-                raise UserError(
-                    f"list {write.name!r}: put at position {pos} of a list of {n} "
-                    f"that should end at {write.length}"
-                )
-            n += pos == n
-            enc, body = embed(item.body)
-            add(
-                Put(
-                    v=v,
-                    list_name=write.name,
-                    pos=pos,
-                    msg_id=item.msg_id,
-                    digest=item.digest.hex(),
-                    enc=enc,
-                    body=body,
-                ),
-                item,
-            )
-        if not 0 <= write.length <= n:
-            raise UserError(f"list {write.name!r}: length {write.length} past its {n} rows")
-        if write.length < n:
-            add(Trunc(v=v, list_name=write.name, length=write.length))
-        lengths[write.name] = write.length
-    for name, raw in plan.values.items():
-        if raw is None:
-            add(DelValue(v=v, name=name))
-        else:
-            enc, value = embed(raw)
-            add(SetValue(v=v, name=name, enc=enc, value=value))
-    title = log.title if log is not None else None
-    if plan.title is not None:
-        title = plan.title or None
-    count = log.message_count if log is not None else 0
-    if plan.message_count is not None:
-        count = plan.message_count
-    add(
-        Commit(
-            v=v,
-            at=plan.committed_at,
-            appended=plan.appended,
-            replaced=plan.replaced,
-            truncated=plan.truncated,
-            values_changed=len(plan.values),
-            title=title,
-            message_count=count,
-        )
-    )
-    return out
-
-
 def live_at(version_from: int, version_to: int | None, at: int) -> bool:
     return version_from <= at and (version_to is None or version_to > at)
 
@@ -609,9 +438,9 @@ def _closes_after(view: memoryview, pos: int, find: Callable[..., int]) -> bool:
         if nl < 0:
             return False
         try:
-            if isinstance(_decoder.decode(view[pos:nl]), Commit | Purge):
+            if isinstance(decoder.decode(view[pos:nl]), Commit | Purge):
                 return True
-        except _DecodeErrors:
+        except DecodeErrors:
             pass
         pos = nl + 1
     return False
