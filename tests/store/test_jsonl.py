@@ -247,22 +247,6 @@ def test_garbage_in_the_middle_is_an_error_naming_file_and_line(
     assert path.read_bytes() == before
 
 
-def test_records_that_contradict_the_log_are_corrupt(
-    ledgers: Callable[[], Ledger], root: Path
-) -> None:
-    ledgers().save("s", _msgs(2))
-    ledgers().save("s", _msgs(3))
-    path = _log(root)
-    data = path.read_bytes()
-    path.write_bytes(data.replace(b'"pos":2', b'"pos":7'))  # a put past the end of the list
-    with pytest.raises(CorruptStoreError) as info:
-        ledgers().load("s")
-    assert info.value.location == f"{path}:5"
-    path.write_bytes(data.replace(b'{"op":"commit","v":2', b'{"op":"commit","v":9'))
-    with pytest.raises(CorruptStoreError, match="version 9"):
-        ledgers().version("s")
-
-
 # -- history, purge and compaction ------------------------------------------------------------
 def test_load_at_past_versions_after_replace_and_truncate(
     ledgers: Callable[[], Ledger],

@@ -9,10 +9,18 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["ensure_dir", "fingerprint", "flock", "fsync_dir", "read_range", "write_all"]
+__all__ = [
+    "ensure_dir",
+    "fingerprint",
+    "flock",
+    "fsync_dir",
+    "holds",
+    "read_range",
+    "write_all",
+]
 
 
 def fsync_dir(path: Path) -> None:
@@ -43,6 +51,11 @@ def write_all(fd: int, data: bytes) -> None:
 
 def fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def holds(fd: int, marks: Iterable[tuple[int, bytes]]) -> bool:
+    """Whether the file holds each ``(offset, bytes)`` of ``marks``: one ``pread`` each."""
+    return all(os.pread(fd, len(data), offset) == data for offset, data in marks)
 
 
 @contextlib.contextmanager

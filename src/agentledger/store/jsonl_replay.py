@@ -1,17 +1,24 @@
-"""Replaying a ``jsonl://`` session log into an in-memory index, and reading its tail.
+"""Replaying a ``jsonl://`` session log into an in-memory index: what counts as committed,
+what is a torn tail, and what is damage.
 
 ``SessionLog`` is the replayed index: every row with the versions it was live for, exactly as
 ``memory.py`` keeps them, plus the byte offsets needed to resume reading. The records of a
-version count only once its commit record is read: a tail without one (a save cut short by a
-crash) is recorded as ``torn`` and belongs to no version. ``read_info`` lists a session from
-its header and last commit record without replaying the log. The format is in
-``jsonl_format``.
+version count only once its commit record is read, and only if the commit's checks hold (see
+``jsonl_format``).
+
+A torn tail is what a write cut short leaves, and nothing else: records of the next version
+that are complete and valid but have no commit record, then at most one final line without its
+newline that could still be the start of a record. It belongs to no version; it is reported
+(``torn``) and the next save cuts it off. A complete line (newline-terminated) that does not
+decode or fails a check, or a last line that holds a whole record and then more bytes, is
+damage: ``CorruptStoreError`` naming the file and line, and nothing is cut or rewritten. A
+writer never produces either, so treating them as a torn tail would silently drop a commit.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +34,7 @@ from agentledger.store.base import (
     VersionInfo,
 )
 from agentledger.store.jsonl_format import (
-    FORMAT,
+    FORMATS,
     BaseRecord,
     Commit,
     DecodeErrors,
@@ -39,47 +46,24 @@ from agentledger.store.jsonl_format import (
     Trunc,
     Versioned,
     Written,
-    commit_decoder,
+    checksum,
     decoder,
-    embed,
-    encode_record,
     header_decoder,
+    sealed,
     unembed,
 )
 
-__all__ = ["Group", "Row", "SessionLog", "TornTail", "ValueRow", "live_at", "read_info"]
-
-
-def read_info(fd: int, size: int) -> SessionInfo | None:
-    """A session's listing from its header and its last commit record, read from the tail,
-    so that listing sessions does not replay whole logs."""
-    head = os.pread(fd, min(size, 8192), 0)
-    try:
-        header = header_decoder.decode(head[: head.find(b"\n")]) if b"\n" in head else None
-    except DecodeErrors:
-        header = None
-    if header is None:
-        return None
-    chunk = 1 << 16
-    while True:
-        start = max(0, size - chunk)
-        data = os.pread(fd, size - start, start)
-        lines = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
-        if start > 0:
-            lines = lines[1:]  # may begin mid-line
-        for line in reversed(lines):
-            if line.startswith(b'{"op":"commit"'):
-                try:
-                    c = commit_decoder.decode(line)
-                except DecodeErrors:
-                    continue
-                h = header
-                return SessionInfo(
-                    h.tenant, h.session, c.title, c.message_count, c.v, h.created_at, c.at
-                )
-        if start == 0:
-            return None
-        chunk *= 4
+__all__ = [
+    "Group",
+    "Row",
+    "SessionLog",
+    "TornTail",
+    "ValueRow",
+    "could_be_cut",
+    "live_at",
+    "read_info",
+    "self_checked",
+]
 
 
 @dataclass(slots=True)
@@ -133,7 +117,7 @@ class SessionLog:
         self.path = path
         self.fingerprint: tuple[int, int, int, int] = (0, 0, 0, 0)  # dev, ino, size, mtime_ns
         self.header: Header | None = None
-        self.header_bytes = 0
+        self.header_line = b""  # its line, to recognise the file (a new life has a new one)
         self.clean_end = 0  # offset just past the last commit/purge record
         self.last_close = b""  # that record's line, to recognise the file when reading on
         self.lines = 0  # complete lines before clean_end
@@ -147,13 +131,14 @@ class SessionLog:
         self.values: dict[str, list[ValueRow]] = {}
         self.groups: list[Group] = []
         self.torn: TornTail | None = None
+        self._header_read = b""  # the header line read, until a commit makes it count
 
     # -- reading ---------------------------------------------------------------------------
     def feed(self, data: bytes, base: int) -> None:
         """Replay the file bytes ``data`` (which start at offset ``base == clean_end``).
 
-        Complete versions are applied; a tail without its commit record is recorded in
-        ``torn``. Raises ``CorruptStoreError`` for a bad line that committed records follow.
+        Complete versions are applied; a torn tail is recorded in ``torn``. Damage raises
+        ``CorruptStoreError`` (see the module docstring).
         """
         view = memoryview(data)
         pending: list[_Pending] = []
@@ -163,30 +148,40 @@ class SessionLog:
         while pos < size:
             nl = find(b"\n", pos)
             if nl < 0:
+                if not could_be_cut(data[pos:]):
+                    raise self._corrupt(
+                        lineno + 1, "the last line is not the start of a record cut short"
+                    )
                 self._set_torn(pending, base + pos, base + size, lineno + 1, "no newline at end")
                 return
             lineno += 1
             try:
                 rec = decode(view[pos:nl])
             except DecodeErrors as exc:
-                if _closes_after(view, nl + 1, find):
-                    raise self._corrupt(lineno, f"not a valid record ({exc})") from None
-                self._set_torn(pending, base + pos, base + size, lineno, f"bad line ({exc})")
-                return
+                raise self._corrupt(lineno, f"not a valid record ({exc})") from None
             kind = type(rec)
             if kind is Commit or kind is Purge:
+                line = bytes(view[pos:nl])
                 if isinstance(rec, Commit):
-                    self._apply(rec, pending, base + pos, base + nl + 1, lineno)
+                    span = view[self.clean_end - base : pos]
+                    self._apply(rec, pending, base + pos, base + nl + 1, lineno, (line, span))
                 elif pending:
                     raise self._corrupt(lineno, "purge record inside an uncommitted version")
                 else:
-                    self._apply_purge(rec, lineno)
+                    self._apply_purge(rec, lineno, line)
                 pending.clear()
                 self.clean_end = base + nl + 1
                 self.last_close = bytes(view[pos : nl + 1])
                 self.lines = lineno
-            elif kind is Header and base + pos != 0:
-                raise self._corrupt(lineno, "header record after the start of the log")
+            elif kind is Header:
+                if base + pos != 0:
+                    raise self._corrupt(lineno, "header record after the start of the log")
+                if rec.format not in FORMATS:
+                    raise self._corrupt(lineno, f"unsupported log format {rec.format}")
+                self._header_read = bytes(view[pos : nl + 1])
+                if not self_checked(rec.format, rec.crc, self._header_read[:-1]):
+                    raise self._corrupt(lineno, "the header record fails its check")
+                add((rec, nl + 1 - pos, lineno, base + pos, None))
             else:
                 add((rec, nl + 1 - pos, lineno, base + pos, None))
             pos = nl + 1
@@ -208,28 +203,46 @@ class SessionLog:
 
     # -- applying versions -----------------------------------------------------------------
     def _apply(
-        self, commit: Commit, pending: list[_Pending], commit_at: int, end: int, lineno: int
+        self,
+        commit: Commit,
+        pending: list[_Pending],
+        commit_at: int,
+        end: int,
+        lineno: int,
+        read: tuple[bytes, memoryview] | None = None,
     ) -> None:
+        """Apply one version. ``read`` holds, for a version read from the file, its commit
+        line and the bytes it closes, to check; records this process wrote come without."""
         if pending and isinstance(pending[0][0], Header):
-            header, nbytes, hline, _, _ = pending.pop(0)
+            header, _, hline, _, _ = pending.pop(0)
             assert isinstance(header, Header)
             if self.header is not None:
                 raise self._corrupt(hline, "a second header record")
-            if header.format != FORMAT:
-                raise self._corrupt(hline, f"unsupported log format {header.format}")
             if header.oldest < 1:
                 raise self._corrupt(hline, f"bad oldest version {header.oldest}")
-            self.header, self.header_bytes = header, nbytes
+            self.header, self.header_line = header, self._header_read
             self.oldest, self.version = header.oldest, header.oldest - 1
         if self.header is None:
             raise self._corrupt(lineno, "committed records before any header record")
         v = commit.v
+        if read is not None:
+            fmt = self.header.format
+            line, span = read
+            if not self_checked(fmt, commit.crc, line):
+                raise self._corrupt(lineno, f"the commit record of version {v} fails its check")
+            if (commit.sum is not None or fmt >= 2) and checksum(span) != commit.sum:
+                first = pending[0][2] if pending else lineno
+                raise self._corrupt(
+                    lineno,
+                    f"lines {first} to {lineno - 1}, the records of version {v}, do not match "
+                    "the checksum in its commit record",
+                )
         if v != self.version + 1:
             raise self._corrupt(lineno, f"commit of version {v} follows version {self.version}")
         start = pending[0][3] if pending else commit_at
         meta = end - start
         live_of, rows_of = self.live, self.rows
-        for rec, nbytes, line, _, item in pending:
+        for rec, nbytes, line_no, _, item in pending:
             try:
                 if not isinstance(rec, Versioned) or rec.v != v:
                     raise ValueError(f"a record of another version inside version {v}")
@@ -257,7 +270,7 @@ class SessionLog:
                 elif self._apply_other(rec, v, nbytes):
                     meta -= nbytes
             except (ValueError, IndexError) as exc:
-                raise self._corrupt(line, str(exc)) from None
+                raise self._corrupt(line_no, str(exc)) from None
         info = VersionInfo(
             v, commit.at, commit.appended, commit.replaced, commit.truncated, commit.values_changed
         )
@@ -288,9 +301,11 @@ class SessionLog:
             return False
         raise ValueError(f"unexpected {type(rec).__name__} record")
 
-    def _apply_purge(self, rec: Purge, lineno: int) -> None:
+    def _apply_purge(self, rec: Purge, lineno: int, line: bytes) -> None:
         if self.header is None or not self.oldest < rec.oldest <= self.version:
             raise self._corrupt(lineno, f"purge to version {rec.oldest} is out of range")
+        if not self_checked(self.header.format, rec.crc, line):
+            raise self._corrupt(lineno, "the purge record fails its check")
         self.drop_before(rec.oldest)
 
     def drop_before(self, oldest: int) -> int:
@@ -314,6 +329,8 @@ class SessionLog:
         offset, lineno = start, self.lines
         for rec, line, item in records[:-1]:
             lineno += 1
+            if isinstance(rec, Header):
+                self._header_read = line
             pending.append((rec, len(line), lineno, offset, item))
             offset += len(line)
         commit, line, _ = records[-1]
@@ -330,10 +347,17 @@ class SessionLog:
         self.torn = None
 
     # -- what the store hands out ------------------------------------------------------------
+    def marks(self) -> tuple[tuple[int, bytes], tuple[int, bytes]]:
+        """The header line and the last closing record at their offsets: a file that still
+        holds both (and has not changed size) is the one this index was read from."""
+        return (0, self.header_line), (self.clean_end - len(self.last_close), self.last_close)
+
     @property
     def incarnation(self) -> str:
-        """This life of the session: its creation time (a re-created log has a new one)."""
-        return self.header.created_at.isoformat() if self.header is not None else ""
+        """This life of the session: its header's id (format 1: its creation time)."""
+        if self.header is None:
+            return ""
+        return self.header.id or self.header.created_at.isoformat()
 
     def head(self) -> Head:
         lists = {n: [r.item.digest for r in live] for n, live in self.live.items() if live}
@@ -375,72 +399,82 @@ class SessionLog:
             h.tenant, h.session, title, count, self.version, h.created_at, self.updated_at
         )
 
-    # -- sizes and compaction --------------------------------------------------------------
-    def live_bytes(self) -> int:
-        """Bytes of the records that versions still on record need."""
-        return (
-            self.header_bytes
-            + sum(r.nbytes for rows in self.rows.values() for r in rows)
-            + sum(r.nbytes for rows in self.values.values() for r in rows)
-            + sum(g.meta_bytes for g in self.groups)
-        )
 
-    def compacted(self, read_span: Callable[[int, int], bytes]) -> bytes:
-        """The whole log rewritten to start at ``oldest``: header, a snapshot of that version,
-        its commit record, then every later version's records copied byte for byte."""
-        assert self.header is not None and self.groups
-        at = self.oldest
-        header = Header(
-            format=FORMAT,
-            tenant=self.header.tenant,
-            session=self.header.session,
-            created_at=self.header.created_at,
-            oldest=at,
-        )
-        out = [encode_record(header)]
-        for name, rows in self.rows.items():
-            alive = [r for r in rows if live_at(r.version_from, r.version_to, at)]
-            for r in sorted(alive, key=lambda r: r.position):
-                enc, body = embed(r.item.body)
-                out.append(
-                    encode_record(
-                        Put(
-                            v=at,
-                            list_name=name,
-                            pos=r.position,
-                            msg_id=r.item.msg_id,
-                            digest=r.item.digest.hex(),
-                            enc=enc,
-                            body=body,
-                        )
-                    )
-                )
-        for name, vrows in self.values.items():
-            for value in vrows:
-                if live_at(value.version_from, value.version_to, at):
-                    enc, raw = embed(value.raw)
-                    out.append(encode_record(SetValue(v=at, name=name, enc=enc, value=raw)))
-        first = self.groups[0]
-        out.append(read_span(first.commit_at, first.end))
-        out.extend(read_span(g.start, g.end) for g in self.groups[1:])
-        return b"".join(out)
+def self_checked(fmt: int, crc: str | None, line: bytes) -> bool:
+    """Whether a header, commit or purge line (no newline) passes its own check: required
+    from format 2 on, and wherever a format 1 log has one."""
+    return (crc is None and fmt < 2) or sealed(line)
 
 
 def live_at(version_from: int, version_to: int | None, at: int) -> bool:
     return version_from <= at and (version_to is None or version_to > at)
 
 
-def _closes_after(view: memoryview, pos: int, find: Callable[..., int]) -> bool:
-    """Whether any complete line from ``pos`` on is a commit or purge record."""
-    size = len(view)
-    while pos < size:
-        nl = find(b"\n", pos)
-        if nl < 0:
-            return False
-        try:
-            if isinstance(decoder.decode(view[pos:nl]), Commit | Purge):
-                return True
-        except DecodeErrors:
-            pass
-        pos = nl + 1
-    return False
+# JSON strings (an unterminated one may run to the end) and brackets outside them.
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[][{}]')
+_START = b'{"op":"'
+
+
+def could_be_cut(fragment: bytes) -> bool:
+    """Whether ``fragment``, a last line without its newline, may be a record whose write was
+    cut short: it starts as every record does, and no whole JSON value ends before its last
+    byte. A newline damaged into another byte leaves a whole record followed by more bytes,
+    which no cut-short write can."""
+    if not (fragment.startswith(_START) or _START.startswith(fragment)):
+        return False
+    depth = 0
+    for match in _TOKENS.finditer(fragment):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth == 0:
+                return match.end() == len(fragment)
+    return True
+
+
+def read_info(fd: int, size: int) -> tuple[bytes, SessionInfo] | None:
+    """A session's listing, and the header line it was read with, from its header and its last
+    commit record read from the tail, so that listing sessions does not replay whole logs.
+
+    Only a log that ends cleanly (a checked commit record, perhaps followed by checked purge
+    records) is listed this way; for anything else (a torn tail, damage, no version yet) this
+    returns None and the caller replays the log, which decides.
+    """
+    head = os.pread(fd, min(size, 8192), 0)
+    nl = head.find(b"\n")
+    if nl < 0:
+        return None
+    try:
+        header = header_decoder.decode(head[:nl])
+    except DecodeErrors:
+        return None
+    if header.format not in FORMATS or not self_checked(header.format, header.crc, head[:nl]):
+        return None
+    chunk = 1 << 16
+    while True:
+        start = max(0, size - chunk)
+        data = os.pread(fd, size - start, start)
+        if not data.endswith(b"\n"):
+            return None
+        lines = data.split(b"\n")[:-1]
+        if start > 0:
+            lines = lines[1:]  # may begin mid-line
+        for line in reversed(lines):
+            try:
+                rec = decoder.decode(line)
+            except DecodeErrors:
+                return None
+            if not isinstance(rec, Commit | Purge):
+                return None
+            if not self_checked(header.format, rec.crc, line):
+                return None
+            if isinstance(rec, Commit):
+                h = header
+                return head[: nl + 1], SessionInfo(
+                    h.tenant, h.session, rec.title, rec.message_count, rec.v, h.created_at, rec.at
+                )
+        if start == 0:
+            return None
+        chunk *= 4
