@@ -23,7 +23,7 @@ the inode, the size and (on a filesystem with coarse timestamps) the mtime, but 
 whose ``id`` is new in every life. When another process has appended, it reads only the new
 bytes. ``purge_history`` rewrites a log atomically when dead records outweigh live ones. The
 record format is in ``jsonl_format``, replaying a log in ``jsonl_replay``, compacting it in
-``jsonl_compact``.
+``jsonl_compact``, media blobs in ``jsonl_blobs``.
 """
 
 from __future__ import annotations
@@ -32,10 +32,8 @@ import contextlib
 import functools
 import logging
 import os
-import re
 import secrets
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -59,6 +57,7 @@ from agentledger.store.base import (
     snippet_around,
 )
 from agentledger.store.ids import path_component
+from agentledger.store.jsonl_blobs import BLOBS, collect_blobs, refs_in, write_blobs
 from agentledger.store.jsonl_compact import compacted, live_bytes
 from agentledger.store.jsonl_files import (
     ensure_dir,
@@ -77,10 +76,6 @@ __all__ = ["JsonlStore", "TornTail"]
 logger = logging.getLogger("agentledger.store.jsonl")
 
 _SUFFIX = ".jsonl"
-_BLOBS = "_blobs"  # never a session file: those end in .jsonl / .lock
-_BLOB_NAME = re.compile(r"[0-9a-f]{32}")
-_BLOB_REF = re.compile(rb"\\u0000blob:([0-9a-f]{32})")  # as media.blob_refs, but tolerant
-_STALE_TMP_SECONDS = 3600
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -290,7 +285,7 @@ class JsonlStore(Store):
 
     @_typed
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
-        blobs = self._tenant_dir(key.tenant) / _BLOBS
+        blobs = self._tenant_dir(key.tenant) / BLOBS
         found = {}
         for digest in digests:
             try:
@@ -401,7 +396,7 @@ class JsonlStore(Store):
             stack.enter_context(_not_committed(path, f"the save of version {plan.version}"))
             ensure_dir(directory)
             if plan.media:  # held shared so that blob collection cannot remove them meanwhile
-                blobs = directory / _BLOBS
+                blobs = directory / BLOBS
                 ensure_dir(blobs)
                 stack.enter_context(flock(blobs / ".lock", shared=True))
             stack.enter_context(self._thread_lock(path))
@@ -412,7 +407,7 @@ class JsonlStore(Store):
                 log = SessionLog(path)
             records = plan_records(plan, log)  # refuses a bad plan before anything is written
             if plan.media:
-                _write_blobs(blobs, plan.media)
+                write_blobs(blobs, plan.media)
             start = log.clean_end
             st = self._append(path, start, b"".join(line for _, line, _ in records))
             try:
@@ -548,31 +543,11 @@ class JsonlStore(Store):
         logger.info("%s: compacted from %d to %d bytes", path, log.clean_end, len(data))
 
     def _collect_blobs(self, tenant: str) -> None:
-        """Remove the tenant's blobs that no row still on record references."""
-        directory = self._tenant_dir(tenant)
-        blobs = directory / _BLOBS
-        if not blobs.is_dir():
-            return
-        with flock(blobs / ".lock"):
-            referenced: set[bytes] = set()
-            for entry in os.scandir(directory):
-                if entry.name.endswith(_SUFFIX):
-                    try:
-                        referenced |= self._blob_refs(Path(entry.path))
-                    except OSError:
-                        return  # cannot tell what is referenced: keep everything
-            now = time.time()
-            for entry in os.scandir(blobs):
-                if _BLOB_NAME.fullmatch(entry.name):
-                    if bytes.fromhex(entry.name) not in referenced:
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(entry.path)
-                elif entry.name.startswith(".tmp-"):
-                    with contextlib.suppress(FileNotFoundError):
-                        if now - entry.stat().st_mtime > _STALE_TMP_SECONDS:
-                            os.unlink(entry.path)
+        collect_blobs(self._tenant_dir(tenant), _SUFFIX, self._blob_refs)
 
     def _blob_refs(self, path: Path) -> set[bytes]:
+        """The blobs the log at ``path`` references: from its index if this process has it,
+        else from its raw bytes (which may keep a few more blobs than needed)."""
         with self._thread_lock(path):
             if self._cached(str(path)) is not None:
                 try:
@@ -580,41 +555,12 @@ class JsonlStore(Store):
                 except CorruptStoreError:
                     log = None
                 if log is not None:
-                    return {
-                        bytes.fromhex(m.decode())
-                        for rows in log.rows.values()
-                        for r in rows
-                        for m in _BLOB_REF.findall(r.item.body)
-                    }
-        # Not in memory: scan the raw file, which may keep a few more blobs than needed.
+                    bodies = (r.item.body for rows in log.rows.values() for r in rows)
+                    return {digest for body in bodies for digest in refs_in(body)}
         try:
-            data = path.read_bytes()
+            return refs_in(path.read_bytes())
         except FileNotFoundError:
             return set()
-        return {bytes.fromhex(m.decode()) for m in _BLOB_REF.findall(data)}
-
-
-def _write_blobs(blobs: Path, media: dict[bytes, bytes]) -> None:
-    """Write each missing blob: tmp file, fsync, rename; a failed one leaves no tmp file."""
-    wrote = False
-    for digest, data in media.items():
-        target = blobs / digest.hex()
-        if target.exists():
-            continue
-        tmp = blobs / f".tmp-{digest.hex()}-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            raise
-        wrote = True
-    if wrote:
-        fsync_dir(blobs)
 
 
 def _text_of(body: bytes) -> str:
