@@ -6,9 +6,13 @@ which loads ignore and the next save cuts. Anything else that does not read back
 check is damage: ``CorruptStoreError`` naming file and line, and the file is never changed.
 
 ``test_every_flipped_byte_*`` flips every byte of the last two versions (their records and
-commit records) with several masks. Setting ``AGENTLEDGER_FUZZ=long`` flips every byte of the
-whole log with every single-bit mask and a few byte substitutions instead, and reads each
-result both fresh and through an index that had read the log up to a version before.
+commit records) three ways (two bit masks and a newline; about 3,200 trials, a second or so),
+reading each result both fresh and through an index that had read the log up to version 1.
+``AGENTLEDGER_FUZZ=long`` flips every byte of the whole log with every single-bit mask, 0xFF
+and 41 byte substitutions instead (about 178,000 trials, a minute or two), and also runs
+``test_flips_in_a_torn_tail_*`` that way::
+
+    AGENTLEDGER_FUZZ=long python -m pytest tests/store/test_jsonl_replay.py -k flip -s
 """
 
 from __future__ import annotations
@@ -190,7 +194,7 @@ def test_records_that_contradict_the_log_are_corrupt(
 
 # -- every flipped byte: an error or the exact committed state --------------------------------
 _MASKS = (0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF) if LONG else (0x01, 0x80)
-_SUBSTITUTES = b'\n"}{:,0 ' if LONG else b"\n"
+_SUBSTITUTES = b'\n\r\t\x00 "\\{}[]:,.-+0123456789abcdefnulrtxyzE' if LONG else b"\n"
 
 
 def _flip_trials(root: Path, *, reader_at: int | None) -> dict[str, int]:
