@@ -10,7 +10,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,25 +55,6 @@ def _records(path: Path) -> list[dict]:
 def _stat(path: Path) -> tuple[int, int]:
     st = path.stat()
     return st.st_size, st.st_mtime_ns
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "root"
-
-
-@pytest.fixture
-def ledgers(root: Path) -> Iterator[Callable[[], Ledger]]:
-    """Opens a new Ledger on a new JsonlStore over ``root`` each call (nothing cached)."""
-    opened: list[Ledger] = []
-
-    def open_() -> Ledger:
-        opened.append(Ledger(JsonlStore(root)))
-        return opened[-1]
-
-    yield open_
-    for ledger in opened:
-        ledger.close()
 
 
 # -- the file itself ----------------------------------------------------------------------------

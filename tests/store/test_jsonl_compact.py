@@ -4,37 +4,18 @@ carries every check, and is never built from bytes that no longer match their ch
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agentledger.errors import CorruptStoreError, VersionNotFoundError
 from agentledger.store import Ledger, SessionKey
-from agentledger.store.jsonl import JsonlStore
 from agentledger.store.jsonl_format import Commit, Header, decoder
 from tests.store.test_jsonl import _log, _msgs
 from tests.store.test_jsonl_replay import FORMAT_1, _commit_ends, reseal
 
 KEY = SessionKey("default", "s")
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "root"
-
-
-@pytest.fixture
-def ledgers(root: Path) -> Iterator[Callable[[], Ledger]]:
-    opened: list[Ledger] = []
-
-    def open_(ratio: float = 0.0) -> Ledger:
-        opened.append(Ledger(JsonlStore(root, compaction_ratio=ratio)))
-        return opened[-1]
-
-    yield open_
-    for ledger in opened:
-        ledger.close()
 
 
 def test_a_format_1_log_is_compacted_into_a_checked_format_2_log(
@@ -43,7 +24,7 @@ def test_a_format_1_log_is_compacted_into_a_checked_format_2_log(
     path = _log(root)
     path.parent.mkdir(parents=True)
     path.write_bytes(FORMAT_1)
-    ledger = ledgers()
+    ledger = ledgers(ratio=0.0)
     stamp = ledger.store.read_stamp(KEY)
     kept = {v: ledger.load("s", version=v) for v in (3, 4)}
     assert ledger.purge_history("s", keep_last=2) > 0
@@ -55,7 +36,7 @@ def test_a_format_1_log_is_compacted_into_a_checked_format_2_log(
     commits = [r for r in records if isinstance(r, Commit)]
     assert [c.v for c in commits] == [3, 4] and all(c.sum and c.crc for c in commits)
     assert reseal(data) == data  # every check in place and right
-    for reader in (ledger, ledgers()):
+    for reader in (ledger, ledgers(ratio=0.0)):
         assert reader.store.read_stamp(KEY) == stamp  # the same life of the session
         assert {v: reader.load("s", version=v) for v in (3, 4)} == kept
         with pytest.raises(VersionNotFoundError):
@@ -63,13 +44,13 @@ def test_a_format_1_log_is_compacted_into_a_checked_format_2_log(
     flipped = data.replace(b'"hello 3"', b'"hello 4"')
     path.write_bytes(flipped)
     with pytest.raises(CorruptStoreError):
-        ledgers().load("s")
+        ledgers(ratio=0.0).load("s")
 
 
 def test_compaction_refuses_a_version_damaged_since_it_was_read(
     ledgers: Callable[[], Ledger], root: Path
 ) -> None:
-    ledger = ledgers()
+    ledger = ledgers(ratio=0.0)
     for n in range(1, 6):
         ledger.save("s", _msgs(n * 2))  # v1..v5
     path = _log(root)
@@ -87,13 +68,13 @@ def test_compaction_refuses_a_version_damaged_since_it_was_read(
         ledger.purge_history("s", keep_last=2)
     assert path.read_bytes() == damaged
     with pytest.raises(CorruptStoreError):
-        ledgers().load("s")
+        ledgers(ratio=0.0).load("s")
 
 
 def test_compaction_writes_only_what_replays_to_the_same_state(
     ledgers: Callable[[], Ledger], root: Path
 ) -> None:
-    ledger = ledgers()
+    ledger = ledgers(ratio=0.0)
     states = {}
     for n in range(1, 7):
         msgs = _msgs(n) + [m.replace(content=f"v{n}") for m in _msgs(2, "e")]
@@ -102,8 +83,8 @@ def test_compaction_writes_only_what_replays_to_the_same_state(
     ledger.purge_history("s", keep_last=3)
     data = _log(root).read_bytes()
     assert reseal(data) == data
-    fresh = ledgers()
+    fresh = ledgers(ratio=0.0)
     assert {v: fresh.load("s", version=v) for v in (4, 5, 6)} == {v: states[v] for v in (4, 5, 6)}
     fresh.save("s", _msgs(1))
     ledger.purge_history("s", keep_last=1)  # a compacted log compacts again
-    assert ledgers().messages("s") == _msgs(1) and ledgers().version("s") == 7
+    assert ledgers(ratio=0.0).messages("s") == _msgs(1) and ledgers(ratio=0.0).version("s") == 7

@@ -28,24 +28,6 @@ from tests.store.test_jsonl import _log, _msgs
 KEY = SessionKey("default", "s")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "root"
-
-
-@pytest.fixture
-def ledgers(root: Path) -> Iterator[Callable[..., Ledger]]:
-    opened: list[Ledger] = []
-
-    def open_(at: Path | None = None, ratio: float = 1.0) -> Ledger:
-        opened.append(Ledger(JsonlStore(at or root, compaction_ratio=ratio)))
-        return opened[-1]
-
-    yield open_
-    for ledger in opened:
-        ledger.close()
-
-
 # -- the cached index and the file under it -----------------------------------------------------
 def _recreate_in_place(path: Path, new: bytes, *, keep_mtime: bool) -> None:
     """Another writer deleted the session and created it again, and the filesystem gave the

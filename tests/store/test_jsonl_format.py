@@ -4,7 +4,7 @@ back, or refused before anything is written."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -20,24 +20,6 @@ from agentledger.store.jsonl_format import Commit, Purge, seal, sealed
 from tests.store.test_jsonl import _log, _msgs
 
 KEY = SessionKey("t", "s")
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "root"
-
-
-@pytest.fixture
-def ledgers(root: Path) -> Iterator[Callable[[], Ledger]]:
-    opened: list[Ledger] = []
-
-    def open_() -> Ledger:
-        opened.append(Ledger(JsonlStore(root)))
-        return opened[-1]
-
-    yield open_
-    for ledger in opened:
-        ledger.close()
 
 
 # -- self-checked lines -------------------------------------------------------------------------

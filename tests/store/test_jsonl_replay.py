@@ -37,24 +37,6 @@ LONG = os.environ.get("AGENTLEDGER_FUZZ") == "long"
 KEY = SessionKey("default", "s")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "root"
-
-
-@pytest.fixture
-def ledgers(root: Path) -> Iterator[Callable[[], Ledger]]:
-    opened: list[Ledger] = []
-
-    def open_() -> Ledger:
-        opened.append(Ledger(JsonlStore(root)))
-        return opened[-1]
-
-    yield open_
-    for ledger in opened:
-        ledger.close()
-
-
 def _state(ledger: Ledger, version: int | None = None) -> tuple[int, list[Msg], dict]:
     loaded = ledger.load("s", version=version)
     return loaded.version, list(loaded.context), dict(loaded.values)
@@ -249,14 +231,14 @@ def _flips(data: bytes, start: int) -> Iterator[tuple[int, int]]:
 
 @pytest.mark.parametrize("reader_at", [None, 1], ids=["fresh", "reading-on"])
 def test_every_flipped_byte_is_an_error_or_the_exact_state(
-    ledgers: Callable[[], Ledger], root: Path, reader_at: int | None
+    ledgers: Callable[[], Ledger],
+    root: Path,
+    reader_at: int | None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    logging.getLogger("agentledger.store.jsonl").setLevel(logging.ERROR)
-    try:
-        _three_versions(ledgers())
-        outcomes = _flip_trials(root, reader_at=reader_at)
-    finally:
-        logging.getLogger("agentledger.store.jsonl").setLevel(logging.NOTSET)
+    caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
+    _three_versions(ledgers())
+    outcomes = _flip_trials(root, reader_at=reader_at)
     # every byte of a committed version is covered by a check: no flip goes unnoticed
     assert outcomes["exact"] == 0 and outcomes["corrupt"] > 1000
     if LONG:
@@ -264,50 +246,44 @@ def test_every_flipped_byte_is_an_error_or_the_exact_state(
 
 
 def test_flips_in_a_torn_tail_only_lose_the_torn_tail(
-    ledgers: Callable[[], Ledger], root: Path
+    ledgers: Callable[[], Ledger], root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    logging.getLogger("agentledger.store.jsonl").setLevel(logging.ERROR)
-    try:
-        states = _three_versions(ledgers())
-        path = _log(root)
-        data = path.read_bytes()
-        torn = data[_commit_ends(data)[-2] : -40].replace(b'"v":3', b'"v":4')
-        whole = data + torn
-        for at, value in _flips(whole, len(data)):
-            flipped = whole[:at] + bytes([value]) + whole[at + 1 :]
-            path.write_bytes(flipped)
-            try:
-                assert _state(ledgers()) == states[3], f"byte {at}"
-            except CorruptStoreError:
-                assert path.read_bytes() == flipped  # a complete line that is not a record
-    finally:
-        logging.getLogger("agentledger.store.jsonl").setLevel(logging.NOTSET)
+    caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
+    states = _three_versions(ledgers())
+    path = _log(root)
+    data = path.read_bytes()
+    torn = data[_commit_ends(data)[-2] : -40].replace(b'"v":3', b'"v":4')
+    whole = data + torn
+    for at, value in _flips(whole, len(data)):
+        flipped = whole[:at] + bytes([value]) + whole[at + 1 :]
+        path.write_bytes(flipped)
+        try:
+            assert _state(ledgers()) == states[3], f"byte {at}"
+        except CorruptStoreError:
+            assert path.read_bytes() == flipped  # a complete line that is not a record
 
 
 # -- truncation: a torn tail recovers to the previous version ---------------------------------
 def test_truncation_at_every_offset_of_the_last_two_versions(
-    ledgers: Callable[[], Ledger], root: Path
+    ledgers: Callable[[], Ledger], root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    logging.getLogger("agentledger.store.jsonl").setLevel(logging.ERROR)
-    try:
-        states = _three_versions(ledgers())
-        path = _log(root)
-        data = path.read_bytes()
-        ends = _commit_ends(data)
-        cuts = list(range(ends[0], len(data) + 1))
-        assert set(_line_ends(data[: ends[-1]])) & set(range(ends[0] + 1, ends[-1]))
-        for cut in cuts:  # record boundaries before a commit record included
-            path.write_bytes(data[:cut])
-            version = sum(end <= cut for end in ends)
-            reader = ledgers()
-            assert _state(reader) == states[version], f"cut at {cut}"
-            if cut % 7 == 0 or cut in ends or cut + 1 in ends:
-                report = reader.save("s", _msgs(2, "new"))
-                assert report.version == version + 1
-                assert ledgers().messages("s") == _msgs(2, "new")
-                assert _state(ledgers(), version) == states[version]
-    finally:
-        logging.getLogger("agentledger.store.jsonl").setLevel(logging.NOTSET)
+    caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
+    states = _three_versions(ledgers())
+    path = _log(root)
+    data = path.read_bytes()
+    ends = _commit_ends(data)
+    cuts = list(range(ends[0], len(data) + 1))
+    assert set(_line_ends(data[: ends[-1]])) & set(range(ends[0] + 1, ends[-1]))
+    for cut in cuts:  # record boundaries before a commit record included
+        path.write_bytes(data[:cut])
+        version = sum(end <= cut for end in ends)
+        reader = ledgers()
+        assert _state(reader) == states[version], f"cut at {cut}"
+        if cut % 7 == 0 or cut in ends or cut + 1 in ends:
+            report = reader.save("s", _msgs(2, "new"))
+            assert report.version == version + 1
+            assert ledgers().messages("s") == _msgs(2, "new")
+            assert _state(ledgers(), version) == states[version]
 
 
 @pytest.mark.parametrize(
@@ -398,28 +374,27 @@ def test_a_log_in_an_unknown_format_is_refused(ledgers: Callable[[], Ledger], ro
 
 
 # -- listing reads little but checks what it reads --------------------------------------------
-def test_listing_follows_the_same_rules(ledgers: Callable[[], Ledger], root: Path) -> None:
-    logging.getLogger("agentledger.store.jsonl").setLevel(logging.ERROR)
-    try:
-        _three_versions(ledgers())
-        path = _log(root)
-        data = path.read_bytes()
-        ends = _commit_ends(data)
-        listed = [(i.session_id, i.version, i.title) for i in ledgers().list_sessions()]
-        assert listed == [("s", 3, None)]
-        path.write_bytes(data[:-1])  # the last commit record cut short: a torn tail
-        assert [(i.version, i.title) for i in ledgers().list_sessions()] == [(2, "first")]
-        path.write_bytes(data[: ends[0] - 3])  # the creation cut short: no session yet
-        assert ledgers().list_sessions() == []
-        path.write_bytes(data.replace(b'"title":null', b'"title":"x"'))
-        with pytest.raises(CorruptStoreError):
-            ledgers().list_sessions()
-        header_damaged = data.replace(b'"session":"s"', b'"session":"t"', 1)
-        path.write_bytes(header_damaged)
-        with pytest.raises(CorruptStoreError, match="line 1: the header record fails its check"):
-            ledgers().list_sessions()
-    finally:
-        logging.getLogger("agentledger.store.jsonl").setLevel(logging.NOTSET)
+def test_listing_follows_the_same_rules(
+    ledgers: Callable[[], Ledger], root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
+    _three_versions(ledgers())
+    path = _log(root)
+    data = path.read_bytes()
+    ends = _commit_ends(data)
+    listed = [(i.session_id, i.version, i.title) for i in ledgers().list_sessions()]
+    assert listed == [("s", 3, None)]
+    path.write_bytes(data[:-1])  # the last commit record cut short: a torn tail
+    assert [(i.version, i.title) for i in ledgers().list_sessions()] == [(2, "first")]
+    path.write_bytes(data[: ends[0] - 3])  # the creation cut short: no session yet
+    assert ledgers().list_sessions() == []
+    path.write_bytes(data.replace(b'"title":null', b'"title":"x"'))
+    with pytest.raises(CorruptStoreError):
+        ledgers().list_sessions()
+    header_damaged = data.replace(b'"session":"s"', b'"session":"t"', 1)
+    path.write_bytes(header_damaged)
+    with pytest.raises(CorruptStoreError, match="line 1: the header record fails its check"):
+        ledgers().list_sessions()
 
 
 def test_reseal_is_what_a_writer_writes(ledgers: Callable[[], Ledger], root: Path) -> None:

@@ -32,7 +32,6 @@ import contextlib
 import functools
 import logging
 import os
-import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -66,6 +65,7 @@ from agentledger.store.jsonl_files import (
     fsync_dir,
     holds,
     read_range,
+    replace_file,
     write_all,
 )
 from agentledger.store.jsonl_format import Purge, plan_records, seal
@@ -526,17 +526,7 @@ class JsonlStore(Store):
             log.head(),
         ):
             raise CorruptStoreError(f"{path}: compaction check failed; log left as it is")
-        tmp = path.parent / f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            raise
+        replace_file(path, f".{path.name}.{{}}.tmp", data)
         fresh.fingerprint = fingerprint(os.stat(path))
         self._remember(str(path), fresh)
         fsync_dir(path.parent)

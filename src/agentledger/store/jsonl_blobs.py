@@ -13,12 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agentledger.store.jsonl_files import flock, fsync_dir
+from agentledger.store.jsonl_files import flock, fsync_dir, replace_file
 
 __all__ = ["BLOBS", "collect_blobs", "refs_in", "write_blobs"]
 
@@ -40,17 +39,7 @@ def write_blobs(blobs: Path, media: dict[bytes, bytes]) -> None:
         target = blobs / digest.hex()
         if target.exists():
             continue
-        tmp = blobs / f".tmp-{digest.hex()}-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            raise
+        replace_file(target, f".tmp-{digest.hex()}-{{}}", data)
         wrote = True
     if wrote:
         fsync_dir(blobs)

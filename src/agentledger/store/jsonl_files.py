@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ __all__ = [
     "fsync_dir",
     "holds",
     "read_range",
+    "replace_file",
     "write_all",
 ]
 
@@ -80,6 +82,23 @@ def flock(path: Path, *, shared: bool = False) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def replace_file(target: Path, tmp_name: str, data: bytes) -> None:
+    """Make ``target`` hold ``data`` whole or not at all: write a temporary file beside it
+    named ``tmp_name`` (whose ``{}`` becomes a unique part), fsync it, rename it over
+    ``target``. A failure removes the temporary file. The caller fsyncs the directory."""
+    tmp = target.parent / tmp_name.format(f"{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
 
 
 def ensure_dir(path: Path) -> None:
