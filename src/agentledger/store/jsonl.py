@@ -11,27 +11,35 @@ header record)::
 A save is one ``os.write`` of its records and commit record on an ``O_APPEND`` descriptor, then
 ``fsync``: its cost follows the size of the change. A crash can only leave a tail without its
 commit record; loads ignore and report it (``last_torn_tail``), and the next save cuts it off
-under the lock. Each process keeps the replayed index of the logs it uses and, when another
-process has appended, reads only the new bytes. ``purge_history`` rewrites a log atomically
-when dead records outweigh live ones. The record format is described in ``jsonl_log``.
+under the lock. Anything else that does not read back is damage (``CorruptStoreError``), and
+nothing is ever cut or rewritten because of it. A save that fails (disk full, file-size limit,
+I/O error) removes what it wrote and raises ``StoreUnavailableError``: the previous version
+stays intact and a later save can retry.
+
+Each process keeps the replayed index of the logs it uses. It trusts that index while the
+file's identity, size and mtime are unchanged *and* the file still holds the index's header
+line and last commit record at their offsets: a session deleted and created again can reuse
+the inode, the size and (on a filesystem with coarse timestamps) the mtime, but not the header,
+whose ``id`` is new in every life. When another process has appended, it reads only the new
+bytes. ``purge_history`` rewrites a log atomically when dead records outweigh live ones. The
+record format is in ``jsonl_format``, replaying a log in ``jsonl_replay``, compacting it in
+``jsonl_compact``, media blobs in ``jsonl_blobs``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import functools
 import logging
 import os
-import re
-import secrets
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
-from agentledger.errors import CodecError, CorruptStoreError
+from agentledger.errors import CodecError, CorruptStoreError, StoreUnavailableError
 from agentledger.store.base import (
     CommitPlan,
     Head,
@@ -47,54 +55,64 @@ from agentledger.store.base import (
     snippet_around,
 )
 from agentledger.store.ids import path_component
-from agentledger.store.jsonl_log import (
-    Purge,
-    SessionLog,
-    TornTail,
-    encode_record,
-    plan_records,
-    read_info,
+from agentledger.store.jsonl_blobs import BLOBS, collect_blobs, refs_in, write_blobs
+from agentledger.store.jsonl_compact import compacted, live_bytes
+from agentledger.store.jsonl_files import (
+    ensure_dir,
+    fingerprint,
+    flock,
+    fsync_dir,
+    holds,
+    read_range,
+    replace_file,
+    write_all,
 )
-from agentledger.store.media import blob_refs, decode_without_media
+from agentledger.store.jsonl_format import Purge, plan_records, seal
+from agentledger.store.jsonl_replay import SessionLog, TornTail, read_info
+from agentledger.store.media import decode_without_media
 
 __all__ = ["JsonlStore", "TornTail"]
 
 logger = logging.getLogger("agentledger.store.jsonl")
 
 _SUFFIX = ".jsonl"
-_BLOBS = "_blobs"  # never a session file: those end in .jsonl / .lock
-_BLOB_NAME = re.compile(r"[0-9a-f]{32}")
-_STALE_TMP_SECONDS = 3600
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _typed(
+    method: Callable[Concatenate[JsonlStore, _P], _R],
+) -> Callable[Concatenate[JsonlStore, _P], _R]:
+    """Raise ``StoreUnavailableError`` for an ``OSError`` the method lets through."""
+
+    @functools.wraps(method)
+    def wrapper(self: JsonlStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"jsonl store {self.location}: {method.__name__} failed: {exc}"
+            ) from exc
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _not_committed(path: Path, what: str) -> Iterator[None]:
+    """Raise ``StoreUnavailableError`` for an ``OSError`` in a write that was undone."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        yield
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"{path}: {what} failed ({exc.strerror or exc}) and was not applied; what was "
+            "committed before is intact, and it can be retried once the cause is fixed"
+        ) from exc
 
 
-def _read_range(fd: int, start: int, end: int) -> bytes:
-    """Bytes ``start:end`` of the file (fewer if it is shorter now)."""
-    parts = []
-    while start < end:
-        part = os.pread(fd, end - start, start)
-        if not part:
-            break
-        parts.append(part)
-        start += len(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+def _unchanged(log: SessionLog, fd: int, st: os.stat_result) -> bool:
+    """Whether the open file is still exactly the one ``log`` was read from (see the module
+    docstring). A torn tail is always re-read: a writer may cut it and append as many bytes."""
+    return log.torn is None and log.fingerprint == fingerprint(st) and holds(fd, log.marks())
 
 
 class JsonlStore(Store):
@@ -122,7 +140,7 @@ class JsonlStore(Store):
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._logs: OrderedDict[str, SessionLog] = OrderedDict()
-        self._tails: dict[str, tuple[tuple[int, int, int, int], SessionInfo | None]] = {}
+        self._tails: dict[str, tuple[tuple[int, int, int, int], bytes, SessionInfo]] = {}
 
     # -- paths and locks ---------------------------------------------------------------------
     def _tenant_dir(self, tenant: str) -> Path:
@@ -135,34 +153,6 @@ class JsonlStore(Store):
         with self._guard:
             return self._locks.setdefault(str(path), threading.Lock())
 
-    @contextlib.contextmanager
-    def _flock(self, path: Path, *, shared: bool = False) -> Iterator[None]:
-        """An flock on ``path`` (created if missing), retried if it was unlinked meanwhile."""
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-                st = os.fstat(fd)
-                try:
-                    current = os.stat(path)
-                except FileNotFoundError:
-                    current = None
-            except BaseException:
-                os.close(fd)
-                raise
-            if current is not None and (current.st_dev, current.st_ino) == (st.st_dev, st.st_ino):
-                break
-            os.close(fd)  # delete() removed the lock file while we waited: lock the new one
-        try:
-            yield
-        finally:
-            os.close(fd)
-
-    def _ensure_dir(self, path: Path) -> None:
-        if not path.is_dir():
-            path.mkdir(parents=True, exist_ok=True)
-            _fsync_dir(path.parent)
-
     # -- the per-process index ---------------------------------------------------------------
     def _refresh(self, path: Path, key: SessionKey | None = None) -> SessionLog | None:
         """The replayed log at ``path`` (None if there is no file), reading only what changed.
@@ -172,22 +162,15 @@ class JsonlStore(Store):
         name = str(path)
         log = self._cached(name)
         try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            self._forget(name)
-            return None
-        if log is not None and log.fingerprint == _fingerprint(st) and log.torn is None:
-            return log  # (a torn tail is re-read: a writer may cut it and append same-sized data)
-        try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             self._forget(name)
             return None
         try:
-            log = self._read_log(path, fd, log)
-        except FileNotFoundError:
-            self._forget(name)
-            return None
+            st = os.fstat(fd)
+            if log is not None and _unchanged(log, fd, st):
+                return log
+            log = self._read_log(path, fd, st, log)
         except BaseException:
             self._forget(name)
             raise
@@ -219,25 +202,22 @@ class JsonlStore(Store):
         return log
 
     @staticmethod
-    def _read_log(path: Path, fd: int, log: SessionLog | None) -> SessionLog:
-        st = os.fstat(fd)
+    def _read_log(path: Path, fd: int, st: os.stat_result, log: SessionLog | None) -> SessionLog:
         if (
             log is not None
             and (log.fingerprint[0], log.fingerprint[1]) == (st.st_dev, st.st_ino)
             and log.clean_end > 0
             and st.st_size >= log.clean_end
+            and holds(fd, log.marks())
         ):
-            # Appended to by another process: read on from our last commit record, after
-            # checking that it is still there (the same inode may hold a recreated log).
-            start = log.clean_end - len(log.last_close)
-            data = _read_range(fd, start, st.st_size)
-            if data.startswith(log.last_close):
-                log.feed(data[len(log.last_close) :], log.clean_end)
-                log.fingerprint = _fingerprint(st)
-                return log
+            # Appended to by another process (the same header and last commit record are
+            # still in place): read on from there.
+            log.feed(read_range(fd, log.clean_end, st.st_size), log.clean_end)
+            log.fingerprint = fingerprint(st)
+            return log
         log = SessionLog(path)
-        log.feed(_read_range(fd, 0, st.st_size), 0)
-        log.fingerprint = _fingerprint(st)
+        log.feed(read_range(fd, 0, st.st_size), 0)
+        log.fingerprint = fingerprint(st)
         return log
 
     def _cached(self, name: str) -> SessionLog | None:
@@ -261,6 +241,7 @@ class JsonlStore(Store):
             self._logs.pop(name, None)
 
     # -- reading -----------------------------------------------------------------------------
+    @_typed
     def setup(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -269,18 +250,21 @@ class JsonlStore(Store):
             self._logs.clear()
             self._tails.clear()
 
+    @_typed
     def read_version(self, key: SessionKey) -> int:
         path = self._log_path(key)
         with self._thread_lock(path):
             log = self._refresh(path, key)
             return log.version if log else 0
 
+    @_typed
     def read_stamp(self, key: SessionKey) -> tuple[str, int]:
         path = self._log_path(key)
         with self._thread_lock(path):
             log = self._refresh(path, key)
             return (log.incarnation, log.version) if log else ("", 0)
 
+    @_typed
     def read_head(self, key: SessionKey) -> Head | None:
         path = self._log_path(key)
         with self._thread_lock(path):
@@ -289,6 +273,7 @@ class JsonlStore(Store):
                 return None
             return log.head()
 
+    @_typed
     def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
         path = self._log_path(key)
         with self._thread_lock(path):
@@ -298,8 +283,9 @@ class JsonlStore(Store):
             check_version(version, log.oldest, log.version)
             return log.state(log.version if version is None else version)
 
+    @_typed
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
-        blobs = self._tenant_dir(key.tenant) / _BLOBS
+        blobs = self._tenant_dir(key.tenant) / BLOBS
         found = {}
         for digest in digests:
             try:
@@ -308,12 +294,14 @@ class JsonlStore(Store):
                 pass
         return found
 
+    @_typed
     def history(self, key: SessionKey) -> list[VersionInfo]:
         path = self._log_path(key)
         with self._thread_lock(path):
             log = self._refresh(path, key)
             return [g.info for g in log.groups] if log else []
 
+    @_typed
     def list_sessions(
         self, tenant: str, *, limit: int | None = None, offset: int = 0
     ) -> list[SessionInfo]:
@@ -331,30 +319,37 @@ class JsonlStore(Store):
         return infos[offset : None if limit is None else offset + limit]
 
     def _session_info(self, path: Path) -> SessionInfo | None:
-        """From the cached index, else from the file's first line and last commit record."""
+        """From the cached index, else from the file's first line and last commit record,
+        else (a torn tail, damage) by replaying the log."""
         name = str(path)
         try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                fingerprint = _fingerprint(st)
-                with self._thread_lock(path):
-                    log = self._cached(name)
-                    if log is not None and log.fingerprint == fingerprint:
-                        return log.info()
-                with self._guard:
-                    cached = self._tails.get(name)
-                if cached is not None and cached[0] == fingerprint:
-                    return cached[1]
-                info = read_info(f.fileno(), st.st_size)
+            fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            logger.warning("%s: cannot read (%s); not listed", path, exc)
-            return None
+        try:
+            st = os.fstat(fd)
+            stamp = fingerprint(st)
+            with self._thread_lock(path):
+                log = self._cached(name)
+                if log is not None and _unchanged(log, fd, st):
+                    return log.info()
+            with self._guard:
+                cached = self._tails.get(name)
+            if cached is not None and cached[0] == stamp and holds(fd, ((0, cached[1]),)):
+                return cached[2]
+            found = read_info(fd, st.st_size)
+        finally:
+            os.close(fd)
+        if found is None:
+            with self._thread_lock(path):
+                log = self._refresh(path)
+            return log.info() if log is not None else None
+        header_line, info = found
         with self._guard:
-            self._tails[name] = (fingerprint, info)
+            self._tails[name] = (stamp, header_line, info)
         return info
 
+    @_typed
     def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
         """Live messages whose text contains every word of ``query`` (case-insensitive).
 
@@ -392,24 +387,27 @@ class JsonlStore(Store):
         return hits
 
     # -- writing -----------------------------------------------------------------------------
+    @_typed
     def commit(self, plan: CommitPlan) -> str:
         key = plan.key
         path = self._log_path(key)
         directory = path.parent
-        self._ensure_dir(directory)
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_not_committed(path, f"the save of version {plan.version}"))
+            ensure_dir(directory)
             if plan.media:  # held shared so that blob collection cannot remove them meanwhile
-                blobs = directory / _BLOBS
-                self._ensure_dir(blobs)
-                stack.enter_context(self._flock(blobs / ".lock", shared=True))
-                self._write_blobs(blobs, plan.media)
+                blobs = directory / BLOBS
+                ensure_dir(blobs)
+                stack.enter_context(flock(blobs / ".lock", shared=True))
             stack.enter_context(self._thread_lock(path))
-            stack.enter_context(self._flock(path.with_suffix(".lock")))
+            stack.enter_context(flock(path.with_suffix(".lock")))
             log = self._refresh(path, key)
             check_base(plan, log.version if log else 0, log.incarnation if log else "")
             if log is None or log.version == 0:
                 log = SessionLog(path)
-            records = plan_records(plan, log)
+            records = plan_records(plan, log)  # refuses a bad plan before anything is written
+            if plan.media:
+                write_blobs(blobs, plan.media)
             start = log.clean_end
             st = self._append(path, start, b"".join(line for _, line, _ in records))
             try:
@@ -417,53 +415,59 @@ class JsonlStore(Store):
             except BaseException:
                 self._forget(str(path))
                 raise
-            log.fingerprint = _fingerprint(st)
+            log.fingerprint = fingerprint(st)
             self._remember(str(path), log)
             return log.incarnation
 
     def _append(self, path: Path, clean_end: int, data: bytes) -> os.stat_result:
-        """Cut any torn tail, append ``data`` in one write and fsync; return the new stat."""
+        """Cut any torn tail, append ``data`` in one write and fsync; return the new stat.
+
+        On failure the file is cut back to ``clean_end`` (removed if that leaves it empty), so
+        that what was committed before is all it holds, and the error is raised.
+        """
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             try:
+                if clean_end == 0:
+                    fsync_dir(path.parent)  # the name is durable before any version is in it
                 if os.fstat(fd).st_size != clean_end:
                     os.ftruncate(fd, clean_end)  # the torn tail of a save that never committed
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             except BaseException:
                 self._forget(str(path))
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, clean_end)  # leave no half-written version behind
+                self._undo(path, fd, clean_end)
                 raise
-            st = os.fstat(fd)
+            return os.fstat(fd)
         finally:
             os.close(fd)
-        if clean_end == 0:
-            _fsync_dir(path.parent)
-        return st
 
-    def _write_blobs(self, blobs: Path, media: dict[bytes, bytes]) -> None:
-        wrote = False
-        for digest, data in media.items():
-            target = blobs / digest.hex()
-            if target.exists():
-                continue
-            tmp = blobs / f".tmp-{digest.hex()}-{os.getpid()}-{secrets.token_hex(4)}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-            wrote = True
-        if wrote:
-            _fsync_dir(blobs)
+    @staticmethod
+    def _undo(path: Path, fd: int, clean_end: int) -> None:
+        """Cut a failed append off; raise if the file cannot be brought back."""
+        try:
+            os.ftruncate(fd, clean_end)
+            if clean_end == 0:
+                os.unlink(path)  # we hold the session's lock: nobody else is writing it
+            elif os.fstat(fd).st_size == clean_end:
+                return
+            else:
+                raise OSError(f"still {os.fstat(fd).st_size} bytes long")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"{path}: a failed save could not be cut off ({exc}); the file may hold an "
+                f"unacknowledged version after byte {clean_end}"
+            ) from exc
 
+    @_typed
     def delete(self, key: SessionKey) -> bool:
         path = self._log_path(key)
         lock_path = path.with_suffix(".lock")
         if not path.exists() and not lock_path.exists():
             return False
-        with self._thread_lock(path), self._flock(lock_path):
+        with self._thread_lock(path), flock(lock_path):
             try:
                 log = self._refresh(path, key)
                 existed = log is not None and log.version > 0
@@ -475,16 +479,17 @@ class JsonlStore(Store):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             with contextlib.suppress(FileNotFoundError):
-                lock_path.unlink()  # waiters notice and lock the next file (see _flock)
-            _fsync_dir(path.parent)
+                lock_path.unlink()  # waiters notice and lock the next file (see flock)
+            fsync_dir(path.parent)
         self._collect_blobs(key.tenant)
         return existed
 
+    @_typed
     def purge_history(self, key: SessionKey, keep_last: int) -> int:
         path = self._log_path(key)
         if not path.exists():
             return 0
-        with self._thread_lock(path), self._flock(path.with_suffix(".lock")):
+        with self._thread_lock(path), flock(path.with_suffix(".lock")):
             log = self._refresh(path, key)
             if log is None or log.version == 0:
                 return 0
@@ -492,15 +497,16 @@ class JsonlStore(Store):
             if oldest == log.oldest:
                 return 0
             try:
-                removed = log.drop_before(oldest)
-                live = log.live_bytes()
-                if log.clean_end - live > self.compaction_ratio * live:
-                    self._rewrite(path, log)
-                else:
-                    line = encode_record(Purge(oldest=oldest, at=datetime.now(UTC)))
-                    st = self._append(path, log.clean_end, line)
-                    log.closed_by(line)
-                    log.fingerprint = _fingerprint(st)
+                with _not_committed(path, f"purging history before version {oldest}"):
+                    removed = log.drop_before(oldest)
+                    live = live_bytes(log)
+                    if log.clean_end - live > self.compaction_ratio * live:
+                        self._rewrite(path, log)
+                    else:
+                        line = seal(Purge(oldest=oldest, at=datetime.now(UTC)))
+                        st = self._append(path, log.clean_end, line)
+                        log.closed_by(line)
+                        log.fingerprint = fingerprint(st)
             except BaseException:
                 self._forget(str(path))
                 raise
@@ -510,53 +516,28 @@ class JsonlStore(Store):
     def _rewrite(self, path: Path, log: SessionLog) -> None:
         """Replace the log by its compacted form: tmp file, fsync, rename, fsync dir."""
         with open(path, "rb") as f:
-            data = log.compacted(lambda a, b: _read_range(f.fileno(), a, b))
-        tmp = path.parent / f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            fresh = SessionLog(path)
-            fresh.feed(data, 0)  # the new file must replay to the same versions
-            if (fresh.version, fresh.oldest, fresh.torn) != (log.version, log.oldest, None):
-                raise CorruptStoreError(f"{path}: compaction check failed; log left as it is")
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            raise
-        _fsync_dir(path.parent)
-        fresh.fingerprint = _fingerprint(os.stat(path))
+            data = compacted(log, lambda a, b: read_range(f.fileno(), a, b))
+        fresh = SessionLog(path)
+        fresh.feed(data, 0)  # the new file must replay to the same versions
+        if (fresh.version, fresh.oldest, fresh.torn, fresh.head()) != (
+            log.version,
+            log.oldest,
+            None,
+            log.head(),
+        ):
+            raise CorruptStoreError(f"{path}: compaction check failed; log left as it is")
+        replace_file(path, f".{path.name}.{{}}.tmp", data)
+        fresh.fingerprint = fingerprint(os.stat(path))
         self._remember(str(path), fresh)
+        fsync_dir(path.parent)
         logger.info("%s: compacted from %d to %d bytes", path, log.clean_end, len(data))
 
     def _collect_blobs(self, tenant: str) -> None:
-        """Remove the tenant's blobs that no row still on record references."""
-        directory = self._tenant_dir(tenant)
-        blobs = directory / _BLOBS
-        if not blobs.is_dir():
-            return
-        with self._flock(blobs / ".lock"):
-            referenced: set[bytes] = set()
-            for entry in os.scandir(directory):
-                if entry.name.endswith(_SUFFIX):
-                    try:
-                        referenced |= self._blob_refs(Path(entry.path))
-                    except OSError:
-                        return  # cannot tell what is referenced: keep everything
-            now = time.time()
-            for entry in os.scandir(blobs):
-                if _BLOB_NAME.fullmatch(entry.name):
-                    if bytes.fromhex(entry.name) not in referenced:
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(entry.path)
-                elif entry.name.startswith(".tmp-"):
-                    with contextlib.suppress(FileNotFoundError):
-                        if now - entry.stat().st_mtime > _STALE_TMP_SECONDS:
-                            os.unlink(entry.path)
+        collect_blobs(self._tenant_dir(tenant), _SUFFIX, self._blob_refs)
 
     def _blob_refs(self, path: Path) -> set[bytes]:
+        """The blobs the log at ``path`` references: from its index if this process has it,
+        else from its raw bytes (which may keep a few more blobs than needed)."""
         with self._thread_lock(path):
             if self._cached(str(path)) is not None:
                 try:
@@ -564,18 +545,12 @@ class JsonlStore(Store):
                 except CorruptStoreError:
                     log = None
                 if log is not None:
-                    return {
-                        d
-                        for rows in log.rows.values()
-                        for r in rows
-                        for d in blob_refs(r.item.body)
-                    }
-        # Not in memory: scan the raw file, which may keep a few more blobs than needed.
+                    bodies = (r.item.body for rows in log.rows.values() for r in rows)
+                    return {digest for body in bodies for digest in refs_in(body)}
         try:
-            data = path.read_bytes()
+            return refs_in(path.read_bytes())
         except FileNotFoundError:
             return set()
-        return set(blob_refs(data))
 
 
 def _text_of(body: bytes) -> str:

@@ -1,0 +1,315 @@
+"""The ``jsonl://`` record format: one JSON object per line, its checks, and how a save
+becomes lines.
+
+A session is one append-only file, one JSON object per line (format 2)::
+
+    {"op":"header","format":2,"tenant":"t","session":"s","created_at":"…","id":"5e…","crc":"…"}
+    {"op":"put","v":3,"list":"context","pos":17,"id":"m17","digest":"9f…","body":{…message…}}
+    {"op":"trunc","v":3,"list":"context","length":12}
+    {"op":"set","v":3,"name":"summary","value":"…"}
+    {"op":"del","v":3,"name":"summary"}
+    {"op":"commit","v":3,"at":"…","appended":1,"replaced":0,"truncated":5,"values_changed":1,
+     "title":"…","message_count":12,"sum":"…","crc":"…"}
+    {"op":"purge","oldest":3,"at":"…","crc":"…"}
+
+The records of version ``v`` precede its ``commit`` record and count only once it is read: a
+tail without one (a save cut short by a crash) is not part of the session. Message bodies are
+embedded as they are (they already are compact JSON), so nothing is re-encoded on the way in or
+out. A compacted log starts at version ``oldest`` (in its header) with a snapshot of that
+version. ``id`` names this life of the session (a log deleted and created again gets a new one).
+
+Every byte of a committed version is checked, so that damage is found rather than read as
+different content. ``crc`` (always the last field, 8 hex digits) is the CRC-32 of its own line
+up to that field: header, commit and purge records check themselves, which is all that listing
+sessions reads. ``sum`` is the CRC-32 of every byte between the previous commit or purge record
+(or the start of the file) and this commit record: the records the commit closes. CRC-32
+detects every error confined to 32 bits, so every flipped byte. Format 1 logs (before the
+checks) still load; records added to them carry the checks, and compaction rewrites them as
+format 2. ``plan_records`` turns one ``CommitPlan`` into these lines; replaying them is
+``jsonl_replay``'s job.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import zlib
+from datetime import datetime
+from types import UnionType
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from agentledger.errors import UserError
+from agentledger.store.base import CommitPlan, StoredMsg
+
+if TYPE_CHECKING:
+    from agentledger.store.jsonl_replay import SessionLog
+
+__all__ = [
+    "FORMAT",
+    "FORMATS",
+    "BaseRecord",
+    "Commit",
+    "DecodeErrors",
+    "DelValue",
+    "Header",
+    "Purge",
+    "Put",
+    "Record",
+    "SetValue",
+    "Trunc",
+    "Versioned",
+    "Written",
+    "checksum",
+    "commit_decoder",
+    "decoder",
+    "embed",
+    "encode_record",
+    "header_decoder",
+    "plan_records",
+    "seal",
+    "sealed",
+    "unembed",
+]
+
+FORMAT = 2  # written
+FORMATS = (1, 2)  # read
+
+
+class BaseRecord(msgspec.Struct, tag_field="op", kw_only=True, omit_defaults=True):
+    pass
+
+
+class Header(BaseRecord, tag="header"):
+    format: int
+    tenant: str
+    session: str
+    created_at: datetime
+    oldest: int = 1
+    id: str | None = None  # this life of the session (format 1: created_at names it)
+    crc: str | None = None
+
+
+class Versioned(BaseRecord, kw_only=True):
+    v: int  # the version whose commit record closes this record
+
+
+class Put(Versioned, tag="put", kw_only=True):
+    list_name: str = msgspec.field(name="list")
+    pos: int
+    msg_id: str = msgspec.field(name="id")
+    digest: str
+    enc: str | None = None  # "b64" when the body is not embeddable JSON
+    body: msgspec.Raw
+
+
+class Trunc(Versioned, tag="trunc"):
+    list_name: str = msgspec.field(name="list")
+    length: int
+
+
+class SetValue(Versioned, tag="set", kw_only=True):
+    name: str
+    enc: str | None = None
+    value: msgspec.Raw
+
+
+class DelValue(Versioned, tag="del"):
+    name: str
+
+
+class Commit(BaseRecord, tag="commit", omit_defaults=False):
+    v: int
+    at: datetime
+    appended: int = 0
+    replaced: int = 0
+    truncated: int = 0
+    values_changed: int = 0
+    title: str | None = None  # the session's title as of this version (not a change)
+    message_count: int = 0
+    sum: str | None = None
+    crc: str | None = None
+
+
+class Purge(BaseRecord, tag="purge"):
+    oldest: int
+    at: datetime
+    crc: str | None = None
+
+
+Record = Header | Put | Trunc | SetValue | DelValue | Commit | Purge
+_encoder = msgspec.json.Encoder()
+decoder = msgspec.json.Decoder(Record)
+commit_decoder = msgspec.json.Decoder(Commit)
+header_decoder = msgspec.json.Decoder(Header)
+DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
+_CRC = b',"crc":"'
+_SEAL = len(_CRC) + 8 + 2  # the crc field and the closing '"}'
+
+
+def encode_record(record: BaseRecord) -> bytes:
+    """One log line, newline included."""
+    return _encoder.encode(record) + b"\n"
+
+
+def checksum(data: bytes | memoryview, start: int = 0) -> str:
+    """CRC-32 of ``data`` (continuing from ``start``) as the 8 hex digits the log stores."""
+    return f"{zlib.crc32(data, start):08x}"
+
+
+def seal(record: Header | Commit | Purge) -> bytes:
+    """``record`` as a self-checked line: its ``crc`` field, last, checks what precedes it."""
+    line = _encoder.encode(msgspec.structs.replace(record, crc="00000000"))
+    head = line[:-_SEAL]
+    return b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head))
+
+
+def sealed(line: bytes) -> bool:
+    """Whether ``line`` (no newline) ends with a ``crc`` field that checks the rest of it."""
+    return (
+        line[-_SEAL : -_SEAL + len(_CRC)] == _CRC
+        and line[-2:] == b'"}'
+        and line[-10:-2] == b"%08x" % zlib.crc32(line[:-_SEAL])
+    )
+
+
+def embed(raw: bytes) -> tuple[str | None, msgspec.Raw]:
+    """``raw`` as a JSON value to embed as is, or base64 if it is not one-line JSON."""
+    if b"\n" not in raw and raw == raw.strip(b" \t\r"):  # a Raw value holds no padding
+        try:
+            msgspec.json.decode(raw, type=msgspec.Raw)  # validates without building objects
+            return None, msgspec.Raw(raw)
+        except DecodeErrors:
+            pass
+    return "b64", msgspec.Raw(_encoder.encode(base64.b64encode(raw).decode("ascii")))
+
+
+def unembed(enc: str | None, raw: msgspec.Raw) -> bytes:
+    if enc is None:
+        return bytes(raw)
+    if enc == "b64":
+        return base64.b64decode(msgspec.json.decode(raw, type=str), validate=True)
+    raise ValueError(f"unknown encoding {enc!r}")
+
+
+Written = list[tuple[BaseRecord, bytes, StoredMsg | None]]
+
+
+def plan_records(plan: CommitPlan, log: SessionLog | None) -> Written:
+    """The lines of one save (a header first when it creates the log), checked against the
+    log and read back, so that a plan the log could not hold raises ``UserError`` before
+    anything is written: every line written is one every reader can read."""
+    try:
+        out = _plan_records(plan, log)
+    except UserError:
+        raise
+    except (TypeError, ValueError, AttributeError, msgspec.EncodeError) as exc:
+        raise UserError(f"{_what(plan)} holds a value the log cannot store: {exc}") from exc
+    for rec, line, _ in out:
+        try:
+            decoder.decode(line)
+        except DecodeErrors as exc:
+            raise UserError(
+                f"{_what(plan)}: its {type(rec).__name__.lower()} record would not read back "
+                f"({exc})"
+            ) from None
+    return out
+
+
+def _what(plan: CommitPlan) -> str:
+    return f"the save of session {plan.key.session!r} (tenant {plan.key.tenant!r})"
+
+
+def _check(value: object, kind: type | UnionType, what: str) -> None:
+    """Refuse a value that JSON would write as another type (bytes as base64 text, a
+    ``datetime`` as text ...): it would read back, but not as what was given."""
+    if not isinstance(value, kind):
+        raise UserError(f"{what} must be {_NAMES.get(kind, kind)}, not {type(value).__name__}")
+
+
+_NAMES: dict[type | UnionType, str] = {str: "a string", bytes | bytearray: "bytes"}
+
+
+def _plan_records(plan: CommitPlan, log: SessionLog | None) -> Written:
+    v = plan.version
+    out: Written = []
+
+    def add(rec: BaseRecord, item: StoredMsg | None = None) -> None:
+        out.append((rec, encode_record(rec), item))
+
+    if log is None or log.header is None:
+        key = plan.key
+        header = Header(
+            format=FORMAT,
+            tenant=key.tenant,
+            session=key.session,
+            created_at=plan.committed_at,
+            id=secrets.token_hex(16),
+        )
+        out.append((header, seal(header), None))
+    lengths: dict[str, int] = {}
+    for write in plan.lists:
+        n = lengths.get(write.name)
+        if n is None:
+            n = len(log.live.get(write.name, ())) if log is not None else 0
+        _check(write.name, str, "a list name")
+        for pos, item in write.puts:
+            _check(item.msg_id, str, "a message id")
+            _check(item.digest, bytes | bytearray, "a digest")
+            _check(item.body, bytes | bytearray, "a message body")
+            if not 0 <= pos <= n or pos >= write.length:
+                raise UserError(
+                    f"list {write.name!r}: put at position {pos} of a list of {n} "
+                    f"that should end at {write.length}"
+                )
+            n += pos == n
+            enc, body = embed(item.body)
+            add(
+                Put(
+                    v=v,
+                    list_name=write.name,
+                    pos=pos,
+                    msg_id=item.msg_id,
+                    digest=item.digest.hex(),
+                    enc=enc,
+                    body=body,
+                ),
+                item,
+            )
+        if not 0 <= write.length <= n:
+            raise UserError(f"list {write.name!r}: length {write.length} past its {n} rows")
+        if write.length < n:
+            add(Trunc(v=v, list_name=write.name, length=write.length))
+        lengths[write.name] = write.length
+    for name, raw in plan.values.items():
+        _check(name, str, "a value name")
+        if raw is None:
+            add(DelValue(v=v, name=name))
+        else:
+            _check(raw, bytes | bytearray, "a value")
+            enc, value = embed(raw)
+            add(SetValue(v=v, name=name, enc=enc, value=value))
+    title = log.title if log is not None else None
+    if plan.title is not None:
+        _check(plan.title, str, "a session title")
+        title = plan.title or None
+    count = log.message_count if log is not None else 0
+    if plan.message_count is not None:
+        count = plan.message_count
+    records_sum = 0
+    for _, line, _ in out:
+        records_sum = zlib.crc32(line, records_sum)
+    commit = Commit(
+        v=v,
+        at=plan.committed_at,
+        appended=plan.appended,
+        replaced=plan.replaced,
+        truncated=plan.truncated,
+        values_changed=len(plan.values),
+        title=title,
+        message_count=count,
+        sum=f"{records_sum:08x}",
+    )
+    out.append((commit, seal(commit), None))
+    return out
