@@ -27,7 +27,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import ConflictError, SessionBusyError, VersionNotFoundError
+from agentledger.errors import ConflictError, SessionBusyError, UserError, VersionNotFoundError
 from agentledger.messages import Msg, decode
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "VersionInfo",
     "check_base",
     "check_positions",
+    "check_title",
     "columns",
     "list_from_rows",
     "lists_from_rows",
@@ -444,6 +445,21 @@ def check_base(plan: CommitPlan, version: int, incarnation: str) -> None:
             expected=plan.base_version,
             actual=version,
         )
+
+
+def check_title(plan: CommitPlan) -> str | None:
+    """``plan.title`` once it is known to be text (or None), so no backend writes another type.
+
+    Raises ``UserError`` naming the type: a title comes from the session's ``title`` value,
+    which may hold any JSON value.
+    """
+    title = plan.title
+    if title is not None and not isinstance(title, str):
+        raise UserError(
+            f"session {plan.key.session!r}: the title must be text (str), got "
+            f"{type(title).__name__}"
+        )
+    return title
 
 
 def check_version(version: int | None, oldest: int, latest: int) -> None:
