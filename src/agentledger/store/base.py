@@ -27,8 +27,14 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import ConflictError, SessionBusyError, UserError, VersionNotFoundError
-from agentledger.messages import Msg, decode
+from agentledger.errors import (
+    ConflictError,
+    CorruptStoreError,
+    SessionBusyError,
+    UserError,
+    VersionNotFoundError,
+)
+from agentledger.messages import Msg, decode, digest_of
 
 __all__ = [
     "CommitPlan",
@@ -43,6 +49,7 @@ __all__ = [
     "StoredState",
     "VersionInfo",
     "check_base",
+    "check_blobs",
     "check_positions",
     "check_title",
     "columns",
@@ -460,6 +467,17 @@ def check_title(plan: CommitPlan) -> str | None:
             f"{type(title).__name__}"
         )
     return title
+
+
+def check_blobs(found: dict[bytes, bytes], where: str) -> dict[bytes, bytes]:
+    """``found`` (blob digest -> bytes, as read) once every blob matches its digest; a blob
+    that does not is ``CorruptStoreError``, never handed out as someone's media."""
+    for digest, data in found.items():
+        if type(data) is not bytes or digest_of(data) != digest:
+            raise CorruptStoreError(
+                f"{where}: blob {digest.hex()} does not match its digest", location=where
+            )
+    return found
 
 
 def check_version(version: int | None, oldest: int, latest: int) -> None:

@@ -40,6 +40,7 @@ from agentledger.store.base import (
     StoredState,
     VersionInfo,
     check_base,
+    check_blobs,
     check_title,
     check_version,
     lists_from_rows,
@@ -350,12 +351,7 @@ class SqliteStore(Store):
                     (key.tenant, *chunk),
                 ).fetchall()
                 found.update(typed(rows, "bb", where))
-        for digest, data in found.items():
-            if digest_of(data) != digest:
-                raise CorruptStoreError(
-                    f"{where}: blob {digest.hex()} does not match its digest", location=where
-                )
-        return found
+        return check_blobs(found, where)
 
     @_translated
     def history(self, key: SessionKey) -> list[VersionInfo]:
