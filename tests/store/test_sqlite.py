@@ -206,6 +206,7 @@ def test_sessions_saved_before_list_sums_load_and_record_them_on_their_next_save
         ledger.save("s", msgs[:2])
         ledger.save("s", msgs)
     _sql(db_path, "ALTER TABLE versions DROP COLUMN lists")
+    _sql(db_path, "DROP INDEX sessions_by_id")
     _sql(db_path, "DELETE FROM schema_migrations WHERE id = 4")
     with Ledger(f"sqlite:///{db_path}") as ledger:
         assert ledger.messages("s") == msgs and ledger.messages("s", version=1) == msgs[:2]

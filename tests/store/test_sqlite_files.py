@@ -90,6 +90,7 @@ def _refused_by_a_migration(path: Path) -> None:
         conn.execute("DROP INDEX messages_live_position")
         conn.execute("DELETE FROM schema_migrations WHERE id >= 3")
         conn.execute("ALTER TABLE versions DROP COLUMN lists")
+        conn.execute("DROP INDEX sessions_by_id")
         conn.execute(
             "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
             "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "

@@ -56,6 +56,7 @@ from agentledger.store.sqlite_db import (
 from agentledger.store.sqlite_rows import (
     LIVE_LISTS,
     check_sums,
+    find_session,
     fts_query,
     incarnation,
     live_list,
@@ -65,7 +66,6 @@ from agentledger.store.sqlite_rows import (
     sums_now,
     timestamp,
     typed,
-    typed_row,
 )
 from agentledger.store.sqlite_schema import flush_fts, migrate
 
@@ -220,12 +220,12 @@ class SqliteStore(Store):
     @_translated
     def read_stamp(self, key: SessionKey) -> tuple[str, int]:
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT sid, created_at, version FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
-        row = typed_row(row, "iii", self._where(key))
+            row = self._find(conn, key, "sid, created_at, version", "iii")
         return (incarnation(row[0], row[1]), row[2]) if row else ("", 0)
+
+    def _find(self, conn: sqlite3.Connection, key: SessionKey, columns: str, shape: str) -> Any:
+        """The session's row (see ``sqlite_rows.find_session``)."""
+        return find_session(conn, key.tenant, key.session, columns, shape, self._where(key))
 
     def _session(
         self, conn: sqlite3.Connection, key: SessionKey
@@ -235,15 +235,16 @@ class SqliteStore(Store):
         The versions on record must run from ``oldest_version`` to ``version``: a damaged
         version number fails here rather than load rows under the wrong version.
         """
-        row = conn.execute(
-            "SELECT sid, version, oldest_version, created_at, has_media, "
-            "(SELECT min(version) FROM versions v WHERE v.sid = s.sid), "
-            "(SELECT max(version) FROM versions v WHERE v.sid = s.sid) "
-            "FROM sessions s WHERE tenant = ? AND session = ?",
-            (key.tenant, key.session),
-        ).fetchone()
+        row = self._find(
+            conn,
+            key,
+            "sid, version, oldest_version, created_at, has_media, "
+            "(SELECT min(version) FROM versions v WHERE v.sid = sessions.sid), "
+            "(SELECT max(version) FROM versions v WHERE v.sid = sessions.sid)",
+            "iiiiiII",
+        )
         where = self._where(key)
-        if typed_row(row, "iiiiiII", where) is None:
+        if row is None:
             return None
         sid, version, oldest, created, has_media, first, last = row
         if (first, last) != (oldest, version):
@@ -279,7 +280,7 @@ class SqliteStore(Store):
                 if position != len(digests):
                     raise self._gap(key, name, len(digests), position)
                 digests.append(digest)
-            check_sums(conn, sid, version, lists, where)
+            check_sums(conn, sid, version, lists, values, where)
         return Head(version, lists, dict(values), life)
 
     def _gap(self, key: SessionKey, name: str, expected: int, found: int) -> CorruptStoreError:
@@ -321,7 +322,7 @@ class SqliteStore(Store):
                 lists = lists_from_rows(rows, gap)
                 value_rows = rows_live_at("session_values", "name, digest, raw")
                 values = conn.execute(value_rows, params).fetchall()
-            check_sums(conn, sid, at, lists, where)
+            check_sums(conn, sid, at, lists, values, where)
         return StoredState(at, lists, self._values(values, where), life, may_have_media=has_media)
 
     @staticmethod
@@ -429,13 +430,10 @@ class SqliteStore(Store):
         title = check_title(plan)
         at = micros(plan.committed_at)
         with self._write() as conn:
-            found = conn.execute(
-                "SELECT sid, version, created_at FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
+            found = self._find(conn, key, "sid, version, created_at", "iii")
             where = self._where(key)
             sums: list_sums.Sums | None = {}
-            if typed_row(found, "iii", where) is None:
+            if found is None:
                 check_base(plan, 0, "")
                 created = at
                 sid = conn.execute(
@@ -450,24 +448,29 @@ class SqliteStore(Store):
             for write in plan.lists:
                 before, closed = self._write_list(conn, key.tenant, sid, version, write, where)
                 if sums is not None:
-                    put = [m.digest for _, m in write.puts]
+                    put = [(m.digest, m.msg_id) for _, m in write.puts]
                     list_sums.apply(sums, write.name, before, closed, put, write.length, where)
-            if sums is None:  # the last commit was made before list sums were recorded
-                sums = sums_now(conn, sid, where)
             if plan.media:  # a row now references stored media (see StoredState)
                 conn.execute("UPDATE sessions SET has_media = 1 WHERE sid = ?", (sid,))
+            closed_values: list[list_sums.Row] = []
+            put_values: list[list_sums.Row] = []
             for name, raw in plan.values.items():
-                conn.execute(
+                closed_values += conn.execute(
                     "UPDATE session_values SET version_to = ? "
-                    "WHERE sid = ? AND name = ? AND version_to IS NULL",
+                    "WHERE sid = ? AND name = ? AND version_to IS NULL RETURNING digest, name",
                     (version, sid, name),
-                )
+                ).fetchall()
                 if raw is not None:
+                    put_values.append((digest_of(raw), name))
                     conn.execute(
                         "INSERT INTO session_values (sid, name, version_from, digest, raw) "
                         "VALUES (?, ?, ?, ?, ?)",
                         (sid, name, version, digest_of(raw), raw),
                     )
+            if sums is None:  # the last commit was made before list sums were recorded
+                sums = sums_now(conn, sid, where)
+            else:
+                list_sums.apply_values(sums, typed(closed_values, "bs", where), put_values)
             if plan.media:
                 conn.executemany(
                     "INSERT OR IGNORE INTO blobs (tenant, digest, data) VALUES (?, ?, ?)",
@@ -492,9 +495,10 @@ class SqliteStore(Store):
     @staticmethod
     def _write_list(
         conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite, where: str
-    ) -> tuple[int, list[bytes]]:
-        """Apply one list's writes; return its live length before them and the digests of the
-        rows they closed. A row the list should have and has not is ``CorruptStoreError``."""
+    ) -> tuple[int, list[list_sums.Row]]:
+        """Apply one list's writes; return its live length before them and the ``(digest,
+        msg_id)`` of the rows they closed. A row the list should have and has not is
+        ``CorruptStoreError``."""
         name = write.name
         where_live = "sid = ? AND list = ? AND version_to IS NULL"
         top = conn.execute(
@@ -504,12 +508,12 @@ class SqliteStore(Store):
             raise CorruptStoreError(f"{where}/{name}: a position is not a number", location=where)
         length = 0 if top is None else top + 1
         replaced = [p for p, _ in write.puts if p < length]
-        closed: list[bytes] = []
+        closed: list[list_sums.Row] = []
         for start in range(0, len(replaced), _CHUNK):
             chunk = replaced[start : start + _CHUNK]
             closed += conn.execute(
                 f"UPDATE messages SET version_to = ? WHERE {where_live} "
-                f"AND position IN ({','.join('?' * len(chunk))}) RETURNING digest",
+                f"AND position IN ({','.join('?' * len(chunk))}) RETURNING digest, msg_id",
                 (version, sid, name, *chunk),
             ).fetchall()
         insert = (
@@ -532,7 +536,7 @@ class SqliteStore(Store):
         if write.length < length:
             closed += conn.execute(
                 f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ? "
-                "RETURNING digest",
+                "RETURNING digest, msg_id",
                 (version, sid, name, write.length),
             ).fetchall()
         expected = len(replaced) + max(0, length - write.length)
@@ -541,16 +545,13 @@ class SqliteStore(Store):
                 f"{where}/{name}: {len(closed)} live rows closed where {expected} should be",
                 location=where,
             )
-        return length, [digest for (digest,) in typed(closed, "b", where)]
+        return length, typed(closed, "bs", where)
 
     @_translated
     def delete(self, key: SessionKey) -> bool:
         with self._write() as conn:
-            found = conn.execute(
-                "SELECT sid FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
-            if typed_row(found, "i", self._where(key)) is None:
+            found = self._find(conn, key, "sid", "i")
+            if found is None:
                 return False
             sid = found[0]
             # Each statement names its partial index's condition, so none scans the table.

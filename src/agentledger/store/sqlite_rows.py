@@ -23,6 +23,7 @@ from agentledger.store.base import StoredList, check_positions, columns
 __all__ = [
     "LIVE_LISTS",
     "check_sums",
+    "find_session",
     "fts_query",
     "incarnation",
     "live_list",
@@ -37,6 +38,42 @@ __all__ = [
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
+
+
+def find_session(
+    conn: sqlite3.Connection, tenant: str, session: str, columns: str, shape: str, where: str
+) -> Any:
+    """``columns`` (the first is ``sid``) of a session's row, checked as ``shape``, or None.
+
+    The row is found through the ``(tenant, session)`` index and its sid confirmed through the
+    ``(session, tenant)`` one: a damaged key in either cannot hide a session, or hand out
+    another session's row, without ``CorruptStoreError``.
+    """
+    row = conn.execute(
+        f"SELECT {columns}, (SELECT sid FROM sessions INDEXED BY sessions_by_id "
+        "WHERE session = ?2 AND tenant = ?1) FROM sessions "
+        "INDEXED BY sqlite_autoindex_sessions_1 WHERE tenant = ?1 AND session = ?2",
+        (tenant, session),
+    ).fetchone()
+    if row is None:
+        other = _other_sid(conn, tenant, session)
+        if other is None:
+            return None
+        row = (None, other)
+    if row[0] != row[-1]:
+        raise CorruptStoreError(
+            f"{where}: the two indexes of session keys disagree (sid {row[0]} or {row[-1]})",
+            location=where,
+        )
+    return typed_row(row[:-1], shape, where)
+
+
+def _other_sid(conn: sqlite3.Connection, tenant: str, session: str) -> Any:
+    row = conn.execute(
+        "SELECT sid FROM sessions INDEXED BY sessions_by_id WHERE session = ? AND tenant = ?",
+        (session, tenant),
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 def micros(at: datetime) -> int:
@@ -174,22 +211,38 @@ def sums_now(conn: sqlite3.Connection, sid: int, where: str) -> list_sums.Sums:
     """The list sums of the session's live rows, read from them (once per session that was
     last saved before sums were recorded)."""
     rows = conn.execute(
-        "SELECT list, digest FROM messages WHERE sid = ? AND version_to IS NULL "
+        "SELECT list, digest, msg_id FROM messages WHERE sid = ? AND version_to IS NULL "
         "ORDER BY list, position",
         (sid,),
     ).fetchall()
-    lists: dict[str, list[bytes]] = {}
-    for name, digest in typed(rows, "sb", where):
-        lists.setdefault(name, []).append(digest)
+    lists: dict[str, tuple[list[bytes], list[str]]] = {}
+    for name, digest, msg_id in typed(rows, "sbs", where):
+        digests, ids = lists.setdefault(name, ([], []))
+        digests.append(digest)
+        ids.append(msg_id)
+    values = conn.execute(
+        "SELECT digest, name FROM session_values WHERE sid = ? AND version_to IS NULL", (sid,)
+    ).fetchall()
+    lists[list_sums.VALUES] = ([d for d, _ in values], [n for _, n in typed(values, "bs", where)])
     return list_sums.of(lists)
 
 
 def check_sums(
-    conn: sqlite3.Connection, sid: int, version: int, lists: dict[str, Any], where: str
+    conn: sqlite3.Connection,
+    sid: int,
+    version: int,
+    lists: dict[str, Any],
+    values: list[Any],
+    where: str,
 ) -> None:
-    """Raise ``CorruptStoreError`` unless ``lists`` (name -> digests, or ``StoredList``)
-    hold what the commit of ``version`` recorded; versions without a record pass."""
+    """Raise ``CorruptStoreError`` unless ``lists`` (name -> ``StoredList``, or the digests
+    alone) and ``values`` (rows that start ``(name, digest)``) hold what the commit of
+    ``version`` recorded; versions without a record pass."""
     sums = sums_at(conn, sid, version, where)
     if sums is not None:
-        digests = {n: getattr(rows, "digests", rows) for n, rows in lists.items()}
-        list_sums.check(digests, sums, where)
+        found = {
+            name: (rows.digests, rows.ids) if isinstance(rows, StoredList) else (rows, None)
+            for name, rows in lists.items()
+        }
+        found[list_sums.VALUES] = ([v[1] for v in values], [v[0] for v in values])
+        list_sums.check(found, sums, where)

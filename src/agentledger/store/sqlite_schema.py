@@ -12,6 +12,8 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
 - ``versions``: one row per commit (what ``history`` returns), with ``lists``: the length and
   digest sum of every list at that version (``list_sums``), which a load checks its rows
   against. NULL in rows committed before migration 4: those versions load unchecked.
+- ``sessions_by_id``: the session keys once more, in the other column order: every lookup by
+  key confirms through it what the table's own unique index found.
 - ``blobs`` / ``blob_refs``: large media stored once per tenant by digest; ``blob_refs`` says which
   message rows use a blob, so delete and purge can drop blobs nothing references any more.
 - ``messages_fts``: FTS5 over the text of *live* messages, with the view ``live_text`` as its
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from agentledger.errors import StoreError
+from agentledger.errors import CorruptStoreError, StoreError
 
 __all__ = [
     "MIGRATIONS",
@@ -215,15 +217,19 @@ _LIVE_POSITION = (
 )
 
 # What each list holds at each version (see ``list_sums``); the next commit of a session saved
-# before this step computes it once from the session's live rows.
-_LIST_SUMS = ("ALTER TABLE versions ADD COLUMN lists BLOB",)
+# before this step computes it once from the session's live rows. A second index of session
+# keys, so that a lookup can confirm what the first found (``sqlite_rows.find_session``).
+_INTEGRITY = (
+    "ALTER TABLE versions ADD COLUMN lists BLOB",
+    "CREATE UNIQUE INDEX sessions_by_id ON sessions (session, tenant)",
+)
 
 #: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL),
     Migration(2, "sessions.has_media", _HAS_MEDIA),
     Migration(3, "one live message per position", _LIVE_POSITION),
-    Migration(4, "versions.lists: list lengths and digest sums", _LIST_SUMS),
+    Migration(4, "list sums in versions.lists; a second session key index", _INTEGRITY),
 )
 
 _LEDGER = """
@@ -242,7 +248,10 @@ def applied_migrations(conn: sqlite3.Connection) -> list[int]:
     ).fetchone()
     if not exists:
         return []
-    return [row[0] for row in conn.execute("SELECT id FROM schema_migrations ORDER BY id")]
+    ids = [row[0] for row in conn.execute("SELECT id FROM schema_migrations ORDER BY id")]
+    if not set(map(type, ids)) <= {int}:  # a damaged page
+        raise CorruptStoreError(f"schema_migrations holds an id that is not a number: {ids!r}")
+    return ids
 
 
 def migrate(conn: sqlite3.Connection, begin: Callable[[sqlite3.Connection], None]) -> int:
