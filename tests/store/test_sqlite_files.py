@@ -24,7 +24,6 @@ import pytest
 from agentledger.errors import CorruptStoreError, StoreError, StoreUnavailableError
 from agentledger.messages import Msg
 from agentledger.store import Ledger, sqlite_db
-from agentledger.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
@@ -112,16 +111,23 @@ def test_a_failed_open_releases_everything(saved: tuple[Path, Path], damage: obj
     assert _seen_by_another_process(path) == (3, ["m0", "m1", "m2"])
 
 
-def test_a_failed_open_of_a_shared_file_keeps_the_other_stores_working(
-    saved: tuple[Path, Path],
+def test_a_failed_open_of_a_shared_file_releases_only_its_own_reference(
+    saved: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _ = saved
     with Ledger(f"sqlite:///{path}") as ledger:
-        failing = SqliteStore(path)
-        failing.setup()
-        failing.close()
+        shared = sqlite_db._registry[str(path.resolve())]
+        check = sqlite_db.Database.check_file
+
+        def fail_once(db: sqlite_db.Database) -> None:
+            monkeypatch.setattr(sqlite_db.Database, "check_file", check)
+            raise StoreUnavailableError("failing as a first use can")
+
+        monkeypatch.setattr(sqlite_db.Database, "check_file", fail_once)
+        with pytest.raises(StoreUnavailableError, match="first use"):
+            Ledger(f"sqlite:///{path}")
+        assert shared.refs == 1 and sqlite_db._registry[str(path.resolve())] is shared
         assert ledger.save("s", _msgs(3)).version == 3
-        assert sqlite_db._registry[str(path.resolve())].refs == 1
 
 
 # -- the file replaced or deleted while open ----------------------------------------------------
