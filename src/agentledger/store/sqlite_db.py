@@ -16,8 +16,10 @@ Measured on a 12,000-message reload, the map saved 5-10 ms of about 35 ms of fet
 A shared connection never outlives its file. Every operation first compares the path's
 ``(st_dev, st_ino)`` with the file the connections hold; a file deleted, or replaced and created
 again at the same path, closes them all, and the next connection opens what the path names now
-(and checks its schema again). A file that vanished while open is ``StoreUnavailableError``
-until a file is back at the path (an empty database is never silently created in its place).
+(and checks its schema again). While a connection holds the old file its inode stays in use,
+so a new file at the path always has another number. A file that vanished while open is
+``StoreUnavailableError`` until a file is back at the path (an empty database is never silently
+created in its place).
 
 Every ``sqlite3`` error becomes a ``StoreError`` (``store_error``). Damage is
 ``CorruptStoreError``: a malformed image, a file that is not a database, text that is not UTF-8,
