@@ -156,7 +156,7 @@ def spawn(worker: str, **kwargs: Any) -> subprocess.Popen[str]:
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
     )
 
 

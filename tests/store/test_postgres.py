@@ -9,13 +9,16 @@ Every test gets a fresh schema on the server named by ``AGENTLEDGER_TEST_POSTGRE
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
+import random
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,19 +28,21 @@ import pytest
 from agentledger import AsyncLedger
 from agentledger.errors import (
     ConflictError,
+    CorruptStoreError,
     SessionBusyError,
     StoreError,
+    StoreUnavailableError,
     UserError,
 )
 from agentledger.messages import Msg, decode, encode
-from agentledger.store import Ledger, SessionKey, Store
+from agentledger.store import CommitPlan, Ledger, ListWrite, SessionKey, Store, StoredMsg
 from agentledger.store import open_store as open_url
 from agentledger.store.postgres import PostgresStore, _lock_id
 from agentledger.store.postgres_schema import MIGRATIONS
 from agentledger.testing.conformance import StoreConformance
 from agentledger.testing.samples import every_block_message, sample_conversation
 from agentledger.testing.statemachine import run_ledger_state_machine
-from tests.store import pg
+from tests.store import pg, procs
 
 pytestmark = pytest.mark.postgres
 
@@ -205,6 +210,35 @@ def test_blobs_are_shared_and_collected_when_unreferenced(
     assert ledger.messages("s") == msgs[:1]
 
 
+def test_a_blob_that_does_not_match_its_digest_is_corrupt(
+    open_store: OpenStore, db: psycopg.Connection[Any], schema: str
+) -> None:
+    Ledger(open_store()).save("s", every_block_message())
+    db.execute(f'UPDATE "{schema}".blobs SET data = %s', [b"\x00" * 10_000])
+    with pytest.raises(CorruptStoreError, match="does not match its digest"):
+        Ledger(open_store()).messages("s")
+
+
+@pytest.mark.parametrize("title", [{"a": 1}, ["x"], 7, 2.5, True, b"t"])
+def test_a_title_that_is_not_text_is_refused_before_writing(
+    open_store: OpenStore, title: Any
+) -> None:
+    store = open_store()
+    store.setup()
+    key = SessionKey("t", "s")
+    row = StoredMsg("m", b"\x01" * 16, encode(Msg.user("x", id="m")), "x")
+
+    def plan(base: int, title: Any) -> CommitPlan:
+        lists = [ListWrite("context", [(base, row)], base + 1)]
+        return CommitPlan(key, base, datetime.now(UTC), lists=lists, title=title)
+
+    store.commit(plan(0, "kept"))
+    with pytest.raises(UserError, match="title must be text"):
+        store.commit(plan(1, title))
+    assert store.read_version(key) == 1
+    assert [i.title for i in store.list_sessions("t")] == ["kept"]
+
+
 # -- a connection killed mid-save --------------------------------------------------------------
 def test_connection_killed_mid_save_fails_cleanly(
     open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
@@ -222,7 +256,7 @@ def test_connection_killed_mid_save_fails_cleanly(
 
     monkeypatch.setattr(PostgresStore, "_write", write_then_die)
     after = [*before, *sample_conversation(6, result_size=100)[len(before) :]]
-    with pytest.raises(StoreError, match="lost while saving") as info:
+    with pytest.raises(StoreUnavailableError, match="not committed") as info:
         ledger.save("s", after)
     assert not isinstance(info.value, ConflictError)
     monkeypatch.undo()
@@ -335,6 +369,20 @@ def test_four_processes_contending_for_one_session_lose_nothing(
         assert r is not None
         tag = r["committed"][0].split("-")[0]
         assert [m for m in final if m.startswith(f"{tag}-")] == r["committed"]
+
+
+@pytest.mark.slow
+def test_eight_processes_without_expected_version_lose_no_acknowledged_commit(
+    pg_url: str, schema: str, open_store: OpenStore
+) -> None:
+    """8 processes x 40 saves to one session, no ``expected_version``: every save re-plans
+    until it commits (none gives up with ``ConflictError``), and each acknowledged version
+    holds exactly what its writer saved."""
+    open_store().setup()
+    sep = "&" if "?" in pg_url else "?"
+    url = f"{pg_url}{sep}schema={schema}"
+    names = [f"w{i}" for i in range(8)]
+    procs.check_replanned(url, procs.run_children("replan", url, names, 40), writers=8, count=40)
 
 
 # -- the run lease across processes -----------------------------------------------------------
@@ -524,3 +572,71 @@ def test_save_costs_at_12000_messages(pg_url: str, schema: str) -> None:
     print("\nsave costs at 12,000 messages:", costs)
     # figures only: the WAL bounds are asserted, noise-tolerantly, by the tests further up
     assert costs["noop"]["body_bytes"] == 0 and costs["append"]["body_bytes"] < 1400
+
+
+# -- the reported outcome of a save equals the durable state ---------------------------------
+def _kill_repeatedly(url: str, app: str, stop: threading.Event, seed: int) -> int:
+    """Terminate the backends named ``app`` at random moments until ``stop``; return how many."""
+    rng = random.Random(seed)
+    kills = 0
+    with pg.admin(url) as conn:
+        while not stop.is_set():
+            time.sleep(rng.uniform(0, 0.03))
+            rows = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s AND pid <> pg_backend_pid()",
+                [app],
+            ).fetchall()
+            kills += sum(1 for (done,) in rows if done)
+    return kills
+
+
+def test_saves_under_killed_connections_report_what_is_durable(
+    pg_url: str, schema: str, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every save either succeeds, and a fresh ledger reads its version and content, or fails
+    with a ``StoreError``, and a fresh ledger reads the previous commit unchanged. Kills land
+    anywhere: in reads, before COMMIT, after it, while the pipeline still has results."""
+    resolved: collections.Counter[str] = collections.Counter()
+    resolve = PostgresStore._resolve
+
+    def counted(self: PostgresStore, *args: Any) -> str | None:
+        found = resolve(self, *args)
+        resolved["committed" if found is not None else "not committed"] += 1
+        return found
+
+    monkeypatch.setattr(PostgresStore, "_resolve", counted)
+    app = f"kill-{schema}"
+    ledger = Ledger(open_store(application_name=app, pool_min=1, pool_max=2, timeout=10))
+    observer = Ledger(open_store())
+    stop = threading.Event()
+    kills: list[int] = []
+    killer = threading.Thread(target=lambda: kills.append(_kill_repeatedly(pg_url, app, stop, 5)))
+    killer.start()
+    outcomes: collections.Counter[str] = collections.Counter()
+    committed: list[str] = []
+    try:
+        for i in range(80):
+            wanted = [*committed, f"m{i}"]
+            msgs = [Msg.user(f"message {m}", id=m) for m in wanted]
+            before = observer.version("s")
+            try:
+                report = ledger.save("s", msgs)
+            except StoreError as exc:
+                outcomes[type(exc).__name__] += 1
+                assert not isinstance(exc, ConflictError), exc
+                state = observer.load("s")
+                assert (state.version, [m.id for m in state.context]) == (before, committed), (
+                    f"save {i} raised {exc!r} but the durable state changed"
+                )
+                continue
+            outcomes["saved"] += 1
+            state = observer.load("s")
+            assert state.version == report.version == before + 1, f"save {i}"
+            assert [m.id for m in state.context] == wanted, f"save {i}"
+            committed = wanted
+    finally:
+        stop.set()
+        killer.join()
+    print(f"\n{kills[0]} kills; outcomes {dict(outcomes)}; failed commits {dict(resolved)}")
+    assert outcomes["saved"] > 0 and kills[0] > 0

@@ -7,8 +7,6 @@ win a version or get a conflict, and no committed message may be lost.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import signal
 import subprocess
@@ -20,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.store import Ledger
-from tests.store.procs import SESSION, expected_list
+from tests.store.procs import SESSION, check_replanned, expected_list, run_children, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -41,17 +39,6 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'state.db'}"
 
 
-def _spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.store.procs", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-
-
 def _wait_for_progress(url: str, above: int, deadline: float) -> None:
     # One ledger for the whole wait: a JSONL store then reads only what the writer appended
     # since its last look. A fresh one per poll would replay the whole log every 20 ms, and a
@@ -68,7 +55,7 @@ def test_sigkill_mid_save_leaves_a_committed_version(url: str) -> None:
     seen = 0
     kills = 50
     for _ in range(kills):
-        child = _spawn("crash", url)
+        child = spawn("crash", url)
         try:
             # let it commit at least once more, then kill it at a random moment
             _wait_for_progress(url, seen, time.monotonic() + 20)
@@ -91,27 +78,11 @@ def test_sigkill_mid_save_leaves_a_committed_version(url: str) -> None:
     assert seen > kills  # the writer made progress between kills
 
 
-def _run_contenders(url: str, names: list[str], count: int) -> list[dict[str, int | list[int]]]:
-    children = [_spawn("contend", url, name, str(count)) for name in names]
-    results = []
-    try:
-        for child in children:
-            out, err = child.communicate(timeout=300)
-            assert child.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.communicate()
-    return results
-
-
 @pytest.mark.parametrize("writers", [2, 4])
 def test_contending_writers_lose_nothing(url: str, writers: int) -> None:
     names = [f"w{i}" for i in range(writers)]
     count = 40
-    results = _run_contenders(url, names, count)
+    results = run_children("contend", url, names, count)
     won: list[int] = sorted(v for r in results for v in r["won"])  # type: ignore[union-attr]
     assert won == list(range(1, writers * count + 1)), "each version is won by exactly one writer"
     for r in results:
@@ -124,6 +95,13 @@ def test_contending_writers_lose_nothing(url: str, writers: int) -> None:
         # the history agrees: version v holds exactly the first v messages of the final list
         for v in (1, len(final) // 2, len(final)):
             assert ledger.messages("contended", version=v) == final[:v]
+
+
+def test_eight_writers_without_expected_version_lose_no_acknowledged_commit(url: str) -> None:
+    """Each save re-plans against what the others committed: all 320 are acknowledged, and
+    each one's version holds exactly what its writer saved (later ones may replace it)."""
+    names = [f"w{i}" for i in range(8)]
+    check_replanned(url, run_children("replan", url, names, 40), writers=8, count=40)
 
 
 def test_helpers_have_backends() -> None:

@@ -26,7 +26,7 @@ from agentledger.store import (
     SessionKey,
     StoredMsg,
     open_store,
-    sqlite_schema,
+    sqlite_db,
 )
 from agentledger.store import sqlite as sqlite_module
 from agentledger.store.sqlite import SqliteStore
@@ -137,7 +137,7 @@ def test_migrations_are_recorded_and_idempotent(db_path: Path) -> None:
             assert migrate(conn, lambda c: c.execute("BEGIN IMMEDIATE")) == 0
         assert _file_state(db_path) == before
         assert _sql(db_path, "PRAGMA journal_mode") == [("wal",)]
-        assert _sql(db_path, "PRAGMA page_size") == [(sqlite_schema.PAGE_SIZE,)]
+        assert _sql(db_path, "PRAGMA page_size") == [(sqlite_db.PAGE_SIZE,)]
     finally:
         store.close()
 
@@ -194,8 +194,31 @@ def test_a_file_with_two_live_rows_at_a_position_is_reported_not_migrated(
     with pytest.raises(CorruptStoreError, match="UNIQUE constraint failed") as info:
         Ledger(f"sqlite:///{db_path}").messages("s")
     assert info.value.location == str(db_path.resolve())
-    assert _sql(db_path, "SELECT max(id) FROM schema_migrations") == [(2,)]
+    assert (3,) not in _sql(db_path, "SELECT id FROM schema_migrations")
     assert db_path.read_bytes() == before
+
+
+def test_sessions_saved_before_list_sums_load_and_record_them_on_their_next_save(
+    db_path: Path,
+) -> None:
+    msgs = _three()
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        ledger.save("s", msgs[:2])
+        ledger.save("s", msgs)
+    _sql(db_path, "ALTER TABLE versions DROP COLUMN lists")
+    _sql(db_path, "DROP INDEX sessions_by_id")
+    _sql(db_path, "DELETE FROM schema_migrations WHERE id = 4")
+    with Ledger(f"sqlite:///{db_path}") as ledger:
+        assert ledger.messages("s") == msgs and ledger.messages("s", version=1) == msgs[:2]
+        assert ledger.save("s", [*msgs, Msg.user("m3", id="m3")]).version == 3
+    recorded = "SELECT version, lists IS NOT NULL FROM versions ORDER BY version"
+    assert _sql(db_path, recorded) == [(1, 0), (2, 0), (3, 1)]
+    _sql(db_path, "UPDATE messages SET version_to = 3 WHERE msg_id = 'm3'")  # hide the last row
+    with (
+        pytest.raises(CorruptStoreError, match="not the ones committed"),
+        Ledger(f"sqlite:///{db_path}") as ledger,
+    ):
+        ledger.messages("s")
 
 
 def test_concurrent_first_setup_applies_each_step_once(db_path: Path) -> None:
@@ -208,7 +231,7 @@ def test_concurrent_first_setup_applies_each_step_once(db_path: Path) -> None:
         try:
             with closing(sqlite3.connect(db_path, isolation_level=None, timeout=0.05)) as conn:
                 barrier.wait()
-                applied.append(migrate(conn, sqlite_schema.begin_immediate))
+                applied.append(migrate(conn, sqlite_db.begin_immediate))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -235,12 +258,12 @@ def test_two_stores_at_once_share_one_writer(db_path: Path, tmp_path: Path) -> N
         assert Ledger(b).messages("s")[0].text == "from a"
         Ledger(b).save("s", [Msg.user("from a", id="a"), Msg.user("from b", id="b")])
         b.close()
-        assert str(db_path.resolve()) not in sqlite_schema._registry
+        assert str(db_path.resolve()) not in sqlite_db._registry
         assert [m.text for m in Ledger(a).messages("s")] == ["from a", "from b"]  # reopens
     finally:
         a.close()
         b.close()
-    assert str(db_path.resolve()) not in sqlite_schema._registry
+    assert str(db_path.resolve()) not in sqlite_db._registry
 
 
 def test_threads_share_one_store(open_ledger: OpenLedger, db_path: Path) -> None:
@@ -335,7 +358,7 @@ def test_busy_writer_retries_then_gives_up(
         timer.join()
         assert report.version == 2 and time.monotonic() - started >= 0.25
 
-        monkeypatch.setattr(sqlite_schema, "WRITE_DEADLINE", 0.2)
+        monkeypatch.setattr(sqlite_db, "WRITE_DEADLINE", 0.2)
         other.execute("BEGIN IMMEDIATE")
         try:
             with pytest.raises(StoreError, match="locked"):

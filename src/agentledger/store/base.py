@@ -27,8 +27,14 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import ConflictError, SessionBusyError, VersionNotFoundError
-from agentledger.messages import Msg
+from agentledger.errors import (
+    ConflictError,
+    CorruptStoreError,
+    SessionBusyError,
+    UserError,
+    VersionNotFoundError,
+)
+from agentledger.messages import Msg, digest_of
 from agentledger.store.media import decode_without_media
 
 __all__ = [
@@ -44,7 +50,9 @@ __all__ = [
     "StoredState",
     "VersionInfo",
     "check_base",
+    "check_blobs",
     "check_positions",
+    "check_title",
     "columns",
     "list_from_rows",
     "lists_from_rows",
@@ -448,6 +456,32 @@ def check_base(plan: CommitPlan, version: int, incarnation: str) -> None:
             expected=plan.base_version,
             actual=version,
         )
+
+
+def check_title(plan: CommitPlan) -> str | None:
+    """``plan.title`` once it is known to be text (or None), so no backend writes another type.
+
+    Raises ``UserError`` naming the type: a title comes from the session's ``title`` value,
+    which may hold any JSON value.
+    """
+    title = plan.title
+    if title is not None and not isinstance(title, str):
+        raise UserError(
+            f"session {plan.key.session!r}: the title must be text (str), got "
+            f"{type(title).__name__}"
+        )
+    return title
+
+
+def check_blobs(found: dict[bytes, bytes], where: str) -> dict[bytes, bytes]:
+    """``found`` (blob digest -> bytes, as read) once every blob matches its digest; a blob
+    that does not is ``CorruptStoreError``, never handed out as someone's media."""
+    for digest, data in found.items():
+        if type(data) is not bytes or digest_of(data) != digest:
+            raise CorruptStoreError(
+                f"{where}: blob {digest.hex()} does not match its digest", location=where
+            )
+    return found
 
 
 def check_version(version: int | None, oldest: int, latest: int) -> None:

@@ -5,7 +5,8 @@ from ``base_version`` to the new version (``UPDATE ... WHERE version = base``; t
 concurrent committers queue, and the loser sees the new version and gets ``ConflictError``), then
 closes the replaced and truncated live rows and inserts the new ones, all pipelined, so a save
 costs two round trips and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
-out of line, so closing a row never copies the message.
+out of line, so closing a row never copies the message. A commit whose connection fails is never
+reported by guess: the store asks another connection whether it landed (``commit``).
 
 The run lease is a session-level advisory lock held on one dedicated connection per store: it
 is exclusive across every worker on every host, and it dies with its connection, so a crashed
@@ -46,6 +47,8 @@ from agentledger.store.base import (
     StoredState,
     VersionInfo,
     check_base,
+    check_blobs,
+    check_title,
     check_version,
     lists_from_rows,
     process_lock,
@@ -129,6 +132,8 @@ class PostgresStore(Store):
         self._kwargs: dict[str, Any] = {"autocommit": True}
         if "application_name" not in info:
             self._kwargs["application_name"] = application_name
+        # the connection that checks a failed commit, a name apart (see ``_resolve``)
+        self._checker_name = f"{info.get('application_name') or application_name} (check)"
         self._timeout = timeout
         self._q = ddl.Queries(self.schema)
         self._ready = False
@@ -316,7 +321,8 @@ class PostgresStore(Store):
             cur = conn.cursor(binary=True).execute(self._q.media, (key.tenant, list(digests)))
             return dict(cur.fetchall())
 
-        return self._read("read_media", run)
+        found = self._read("read_media", run)
+        return check_blobs(found, f"{self.location} {key.tenant} blobs")
 
     def history(self, key: SessionKey) -> list[VersionInfo]:
         def run(conn: psycopg.Connection[Any]) -> list[VersionInfo]:
@@ -358,41 +364,96 @@ class PostgresStore(Store):
 
     # -- writing -------------------------------------------------------------------------
     def commit(self, plan: CommitPlan) -> str | None:
-        lost: Exception | None = None
-        incarnation: str | None = None
+        """Apply ``plan`` in one transaction; report exactly what became durable.
+
+        A failure whose outcome is certain is raised as is: ``ConflictError`` and ``UserError``
+        (decided before COMMIT was sent), or an error the server reported on a connection that
+        is still sound (its transaction is aborted). Any other failure (a connection that broke,
+        a pipeline left busy, anything unexpected) can strike before or after the server
+        committed, so the store asks on another connection, once the first one's transaction
+        can no longer change (``_resolve``): committed is a success; not committed is
+        ``StoreUnavailableError``.
+        """
+        title = check_title(plan)
+        failure: Exception | None = None
+        pid = 0
         with self._errors("save"), self._pool.connection() as conn:
+            pid = conn.info.backend_pid
             try:
-                incarnation = self._commit(conn, plan)
-            except self._pg.OperationalError as exc:
-                if not conn.broken:
-                    conn.rollback()
-                    raise
-                lost = exc  # the pool drops the broken connection
-            except BaseException:
-                if not conn.broken:
-                    conn.rollback()
+                return self._commit(conn, plan, title)
+            except (ConflictError, _UserError):
+                self._roll_back(conn)
                 raise
-        if lost is None:
-            return incarnation
-        if self._committed(plan):
-            return None  # the connection died after the server had committed
-        raise StoreUnavailableError(
-            f"the connection to PostgreSQL ({self.location}) was lost while saving session "
-            f"{plan.key.session!r} as version {plan.version}; the server rolls an unfinished "
-            f"transaction back, so the session is still at its previous version ({lost})"
-        ) from lost
+            except self._pg.Error as exc:
+                if exc.sqlstate is not None and not conn.broken and self._roll_back(conn):
+                    raise  # the server refused a statement: nothing was committed
+                failure = exc
+                conn.close()  # the pool discards it; the server ends its transaction
+            except Exception as exc:
+                failure = exc
+                conn.close()
+            except BaseException:
+                conn.close()
+                raise
+        assert failure is not None
+        incarnation = self._resolve(plan, pid, failure)
+        if incarnation is None:
+            raise StoreUnavailableError(
+                f"the connection to PostgreSQL ({self.location}) failed while saving session "
+                f"{plan.key.session!r} as version {plan.version}, and the save was not "
+                f"committed: it was rolled back; retrying later is safe ({failure})"
+            ) from failure
+        return incarnation
 
-    def _committed(self, plan: CommitPlan) -> bool:
-        """Did ``plan`` commit? Asked on a fresh connection after the first one died."""
+    def _roll_back(self, conn: psycopg.Connection[Any]) -> bool:
+        """End the connection's transaction; False (and the connection closed) if it cannot."""
         try:
-            with self._pool.connection() as conn:
-                args = (plan.key.tenant, plan.key.session, plan.version)
-                row = conn.execute(self._q.committed, args).fetchone()
+            conn.rollback()
+            return True
         except self._pg.Error:
+            conn.close()
             return False
-        return row is not None and row[0] == plan.committed_at
 
-    def _commit(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> str:
+    def _resolve(self, plan: CommitPlan, pid: int, failure: Exception) -> str | None:
+        """The incarnation if ``plan`` committed, None if it did not, asked on another
+        connection. The answer is final once the version row is there, or once backend ``pid``
+        (which ran the commit, and whose client has closed) can no longer commit: gone, or
+        waiting outside a transaction. Raises ``StoreError`` if that cannot be known within
+        the store's timeout."""
+        deadline = time.monotonic() + self._timeout
+        args = (plan.key.tenant, plan.key.session, plan.version)
+
+        def ask() -> tuple[bool, str | None]:
+            # A connection of its own, not the pool's: pooled ones may have died with the first.
+            kwargs = {**self._kwargs, "application_name": self._checker_name}
+            connect_timeout = max(1, int(deadline - time.monotonic()))
+            with self._pg.connect(self._conninfo, connect_timeout=connect_timeout, **kwargs) as c:
+                settled = c.execute(self._q.backend_settled, [pid]).fetchone()
+                row = c.execute(self._q.committed, args).fetchone()  # after: sees the outcome
+            if row is not None and row[0] == plan.committed_at:
+                return True, str(row[1])
+            return bool(settled and settled[0]), None
+
+        pause = 0.005
+        while True:
+            try:
+                final, incarnation = ask()
+            except self._pg.Error as exc:  # asked again until the deadline
+                final, incarnation, problem = False, None, f"the check failed: {exc}"
+            else:
+                problem = f"its server session was still open after {self._timeout:g} s"
+            if final:
+                return incarnation
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"saving session {plan.key.session!r} as version {plan.version} failed "
+                    f"({failure}), and whether it committed is unknown ({problem}); load the "
+                    "session to see"
+                ) from failure
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+    def _commit(self, conn: psycopg.Connection[Any], plan: CommitPlan, title: str | None) -> str:
         key, q = plan.key, self._q
         session = {
             "tenant": key.tenant,
@@ -401,7 +462,7 @@ class PostgresStore(Store):
             "base": plan.base_version,
             "incarnation": plan.base_incarnation,
             "at": plan.committed_at,
-            "title": None if plan.title is None else _text(plan.title),
+            "title": None if title is None else _text(title),
             "count": plan.message_count,
         }
         with conn.pipeline() as pipe:

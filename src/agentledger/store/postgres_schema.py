@@ -212,8 +212,15 @@ class Queries:
             "%(replaced)s, %(truncated)s, %(values_changed)s)"
         )
         self.committed = (
-            f"SELECT v.committed_at FROM {s}.versions v JOIN {s}.sessions x ON x.sid = v.sid "
+            f"SELECT v.committed_at, x.sid FROM {s}.versions v "
+            f"JOIN {s}.sessions x ON x.sid = v.sid "
             "WHERE x.tenant = %s AND x.session = %s AND v.version = %s"
+        )
+        # Whether a backend can no longer commit: gone, or idle outside a transaction (or in
+        # an aborted one). Running a statement (COMMIT?) or idle in a transaction, it still can.
+        self.backend_settled = (
+            "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s "
+            "AND state IN ('active', 'idle in transaction', 'fastpath function call'))"
         )
         self.delete_session = (
             f"DELETE FROM {s}.sessions WHERE tenant = %s AND session = %s RETURNING sid"

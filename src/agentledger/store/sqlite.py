@@ -3,8 +3,16 @@
 Every save is one ``BEGIN IMMEDIATE`` transaction that writes only the rows the plan names:
 closing a replaced row updates one small column, an append adds rows at the tail of the table
 and one entry to the live index, and full-text indexing is batched, so the cost follows the
-change, never the session. The schema, the migrations and the connection handling (WAL, one
-shared writer per process, jittered retry instead of a busy handler) are in ``sqlite_schema``.
+change, never the session. The schema and its migrations are in ``sqlite_schema``; the
+connections (WAL, one shared writer per process, jittered retry instead of a busy handler, no
+memory map, reopened when the file is replaced) and the mapping of SQLite's errors to
+``StoreError`` are in ``sqlite_db``.
+
+What comes back from the file is checked before it is used, since a damaged page can hold any
+value: every column's type (``typed``), a value's bytes against its digest, a blob's against
+its digest, the session's version against the first and last rows of ``versions``, and each
+list's rows against the length and digest sum its commit recorded (``list_sums``). Damage found
+is ``CorruptStoreError``; message bodies are checked by the ledger as it decodes them.
 """
 
 from __future__ import annotations
@@ -15,12 +23,12 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from agentledger.errors import CorruptStoreError, StoreError, UserError
+from agentledger.errors import CorruptStoreError, StoreUnavailableError, UserError
 from agentledger.messages import digest_of
+from agentledger.store import list_sums
 from agentledger.store.base import (
     CommitPlan,
     Head,
@@ -29,24 +37,37 @@ from agentledger.store.base import (
     SessionInfo,
     SessionKey,
     Store,
-    StoredList,
     StoredState,
     VersionInfo,
     check_base,
-    check_positions,
+    check_blobs,
+    check_title,
     check_version,
-    columns,
     lists_from_rows,
 )
 from agentledger.store.media import blob_refs
-from agentledger.store.sqlite_schema import (
+from agentledger.store.sqlite_db import (
     Database,
     acquire,
     begin_immediate,
-    flush_fts,
-    migrate,
     release,
+    store_error,
 )
+from agentledger.store.sqlite_rows import (
+    LIVE_LISTS,
+    check_sums,
+    find_session,
+    fts_query,
+    incarnation,
+    live_list,
+    micros,
+    rows_live_at,
+    sums_at,
+    sums_now,
+    timestamp,
+    typed,
+)
+from agentledger.store.sqlite_schema import flush_fts, migrate
 
 __all__ = ["FTS_BATCH", "SqliteStore"]
 
@@ -54,114 +75,27 @@ __all__ = ["FTS_BATCH", "SqliteStore"]
 FTS_BATCH = 128
 _CHUNK = 500  # bound on '?' parameters per statement
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _micros(at: datetime) -> int:
-    if at.tzinfo is None:
-        raise UserError("timestamps must be timezone-aware")
-    return (at - _EPOCH) // _US
-
-
-def _datetime(micros: int) -> datetime:
-    return _EPOCH + micros * _US
-
-
 def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Report SQLite failures as ``StoreError`` (``CorruptStoreError`` for a damaged file)."""
+    """Report every SQLite failure as a ``StoreError`` (see ``sqlite_db.store_error``)."""
 
     @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(*args, **kwargs)
-        except sqlite3.DatabaseError as exc:
+        except UnicodeEncodeError as exc:  # binding a str that UTF-8 cannot hold
+            raise UserError(
+                f"text that cannot be stored as UTF-8 (a lone surrogate?): {exc}"
+            ) from None
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             store = args[0]
             assert isinstance(store, SqliteStore)
-            text = str(exc)
-            if not isinstance(exc, sqlite3.OperationalError) or "malformed" in text:
-                raise CorruptStoreError(
-                    f"{store.location}: {text}", location=store.location
-                ) from exc
-            raise StoreError(f"{store.location}: {text}") from exc
+            raise store_error(exc, store.location) from exc
 
     return wrapper
-
-
-def _rows_live_at(table: str, columns: str) -> str:
-    """Rows of ``table`` live at a past version; parameters ``(sid, v, sid, v, v)``.
-
-    Two halves, one per partial index: live rows created by then, and closed rows that closed
-    after it.
-    """
-    return (
-        f"SELECT {columns} FROM {table} "
-        "WHERE sid = ? AND version_to IS NULL AND version_from <= ? "
-        f"UNION ALL SELECT {columns} FROM {table} "
-        "WHERE sid = ? AND version_to IS NOT NULL AND version_to > ? AND version_from <= ?"
-    )
-
-
-#: The names of a session's non-empty lists (parameters ``(sid, sid)``): one index seek per
-#: list, where ``SELECT DISTINCT`` would read every live row's index entry.
-_LIVE_LISTS = """
-    WITH RECURSIVE names(name) AS (
-        SELECT min(list) FROM messages WHERE sid = ? AND version_to IS NULL
-        UNION ALL
-        SELECT (
-            SELECT min(list) FROM messages
-            WHERE sid = ? AND version_to IS NULL AND list > names.name
-        )
-        FROM names WHERE name IS NOT NULL
-    )
-    SELECT name FROM names WHERE name IS NOT NULL
-"""
-
-_LIVE = "FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL"
-
-
-def _live_list(
-    conn: sqlite3.Connection, sid: int, name: str, gap: Callable[[str, int, int], Exception]
-) -> StoredList:
-    """One list's live rows, in order, as columns.
-
-    The rows carry no position: the unique index ``messages_live_position`` allows one live
-    row per position, so rows whose first position is 0 and last is ``len - 1`` hold every
-    position once. Only when they do not are the positions read, to name the first gap.
-    """
-    query = f"SELECT msg_id, digest, body {_LIVE} ORDER BY position"
-    rows = conn.execute(query, (sid, name)).fetchall()
-    span = conn.execute(
-        f"SELECT (SELECT min(position) {_LIVE}), (SELECT max(position) {_LIVE})",
-        (sid, name, sid, name),
-    ).fetchone()
-    if span != (0, len(rows) - 1):
-        found = conn.execute(f"SELECT position {_LIVE} ORDER BY position", (sid, name))
-        check_positions([position for (position,) in found], name, gap)
-    ids, digests, bodies = columns(rows, 0, 3)
-    return StoredList(ids, digests, bodies)
-
-
-def _fts_query(query: str) -> str:
-    """A MATCH expression that finds every word of ``query`` as a word prefix.
-
-    Each word is quoted as an FTS5 string, so quotes, parentheses, ``*``, ``NEAR``, ``AND`` and
-    column filters in user input are plain text, never syntax.
-    """
-    terms = [
-        '"' + word.replace('"', '""') + '"*'
-        for word in query.split()
-        if any(ch.isalnum() for ch in word)
-    ]
-    return " ".join(terms)
-
-
-def _incarnation(sid: int, created_at: int) -> str:
-    """One life of a session: row ids can be reused after a delete, creation times are not."""
-    return f"{sid}.{created_at}"
 
 
 class SqliteStore(Store):
@@ -186,38 +120,67 @@ class SqliteStore(Store):
 
     # -- connections ---------------------------------------------------------------------
     def _db(self) -> Database:
+        """The shared connections, checked against the file the path names, schema migrated.
+
+        A first use that fails (the file is not a database, a migration refuses a damaged file)
+        releases the reference it took before the error propagates: a failed open holds nothing.
+        """
         with self._db_guard:
             if self._database is not None and self._database.pid != os.getpid():
                 self._database = None  # inherited through fork(): never reuse those connections
-            if self._database is None:
+            opening = self._database is None
+            if opening:
                 self._database = acquire(self.location)
             db = self._database
-        if not db.ready:
-            with db.write_lock:
-                if not db.ready:
-                    migrate(db.writer(), begin_immediate)
-                    db.ready = True
+            assert db is not None
+        try:
+            db.check_file()
+            if not db.ready:
+                with db.write_lock:
+                    if not db.ready:
+                        migrate(db.writer(), begin_immediate)
+                        db.ready = True
+        except BaseException:
+            if opening:
+                self.close()
+            raise
         return db
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        db = self._db()
-        with db.write_lock:
-            conn = db.writer()
-            begin_immediate(conn)
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
+        """A write transaction on the file the path names (checked once the lock is held)."""
+        for _ in range(2):
+            db = self._db()
+            with db.write_lock:
+                conn = db.writer()
+                begin_immediate(conn)
+                if not db.holds_current_file():  # replaced since ``_db`` looked: start again
                     conn.execute("ROLLBACK")
-                raise
+                    continue
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._roll_back(db, conn)
+                    raise
+                return
+        raise StoreUnavailableError(f"{self.location}: the database file keeps being replaced")
+
+    @staticmethod
+    def _roll_back(db: Database, conn: sqlite3.Connection) -> None:
+        """End a failed write transaction; a writer that cannot roll back is closed (SQLite
+        then rolls back what it had written), never reused."""
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            db.drop_writer()
 
     @contextmanager
     def _read(self, *, snapshot: bool = False) -> Iterator[sqlite3.Connection]:
         """A reader connection; with ``snapshot`` every query sees the same commit."""
         db = self._db()
-        conn = db.take_reader()
+        conn, generation = db.take_reader()
         try:
             if snapshot:
                 conn.execute("BEGIN")
@@ -230,7 +193,7 @@ class SqliteStore(Store):
                 except sqlite3.Error:
                     healthy = False
             if healthy:
-                db.give_back(conn)
+                db.give_back(conn, generation)
             else:
                 conn.close()  # state unknown: do not hand it to the next caller
 
@@ -245,37 +208,52 @@ class SqliteStore(Store):
             release(db)
 
     # -- reading -------------------------------------------------------------------------
+    def _where(self, key: SessionKey, name: str | None = None) -> str:
+        """Where a session (or one of its lists) lives, for errors."""
+        where = f"{self.location} {key.tenant}/{key.session}"
+        return where if name is None else f"{where}/{name}"
+
     @_translated
     def read_version(self, key: SessionKey) -> int:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT version FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
-        return row[0] if row else 0
+        return self.read_stamp(key)[1]
 
     @_translated
     def read_stamp(self, key: SessionKey) -> tuple[str, int]:
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT sid, created_at, version FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
-        return (_incarnation(row[0], row[1]), row[2]) if row else ("", 0)
+            row = self._find(conn, key, "sid, created_at, version", "iii")
+        return (incarnation(row[0], row[1]), row[2]) if row else ("", 0)
 
-    @staticmethod
+    def _find(self, conn: sqlite3.Connection, key: SessionKey, columns: str, shape: str) -> Any:
+        """The session's row (see ``sqlite_rows.find_session``)."""
+        return find_session(conn, key.tenant, key.session, columns, shape, self._where(key))
+
     def _session(
-        conn: sqlite3.Connection, key: SessionKey
+        self, conn: sqlite3.Connection, key: SessionKey
     ) -> tuple[int, int, int, str, bool] | None:
-        """``(sid, version, oldest_version, incarnation, has_media)`` of a session, or None."""
-        row = conn.execute(
-            "SELECT sid, version, oldest_version, created_at, has_media FROM sessions "
-            "WHERE tenant = ? AND session = ?",
-            (key.tenant, key.session),
-        ).fetchone()
+        """``(sid, version, oldest_version, incarnation, has_media)`` of a session, or None.
+
+        The versions on record must run from ``oldest_version`` to ``version``: a damaged
+        version number fails here rather than load rows under the wrong version.
+        """
+        row = self._find(
+            conn,
+            key,
+            "sid, version, oldest_version, created_at, has_media, "
+            "(SELECT min(version) FROM versions v WHERE v.sid = sessions.sid), "
+            "(SELECT max(version) FROM versions v WHERE v.sid = sessions.sid)",
+            "iiiiiII",
+        )
+        where = self._where(key)
         if row is None:
             return None
-        return (row[0], row[1], row[2], _incarnation(row[0], row[3]), bool(row[4]))
+        sid, version, oldest, created, has_media, first, last = row
+        if (first, last) != (oldest, version):
+            raise CorruptStoreError(
+                f"{where}: the session is at versions {oldest}..{version}, but versions "
+                f"{first}..{last} are on record",
+                location=where,
+            )
+        return (sid, version, oldest, incarnation(sid, created), bool(has_media))
 
     @_translated
     def read_head(self, key: SessionKey) -> Head | None:
@@ -283,7 +261,7 @@ class SqliteStore(Store):
             found = self._session(conn, key)
             if found is None:
                 return None
-            sid, version, _, incarnation, _ = found
+            sid, version, _, life, _ = found
             rows = conn.execute(
                 "SELECT list, position, digest FROM messages "
                 "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
@@ -293,19 +271,23 @@ class SqliteStore(Store):
                 "SELECT name, digest FROM session_values WHERE sid = ? AND version_to IS NULL",
                 (sid,),
             ).fetchall()
-        lists: dict[str, list[bytes]] = {}
-        for name, position, digest in rows:
-            digests = lists.setdefault(name, [])
-            if position != len(digests):
-                raise self._gap(key, name, len(digests), position)
-            digests.append(digest)
-        return Head(version, lists, dict(values), incarnation)
+            where = self._where(key)
+            typed(rows, "sib", where)
+            typed(values, "sb", where)
+            lists: dict[str, list[bytes]] = {}
+            for name, position, digest in rows:
+                digests = lists.setdefault(name, [])
+                if position != len(digests):
+                    raise self._gap(key, name, len(digests), position)
+                digests.append(digest)
+            check_sums(conn, sid, version, lists, values, where)
+        return Head(version, lists, dict(values), life)
 
     def _gap(self, key: SessionKey, name: str, expected: int, found: int) -> CorruptStoreError:
         return CorruptStoreError(
             f"session {key.session!r} list {name!r}: expected a live row at position "
             f"{expected}, found {found}",
-            location=f"{self.location} {key.tenant}/{key.session}/{name}",
+            location=self._where(key, name),
         )
 
     @_translated
@@ -313,59 +295,83 @@ class SqliteStore(Store):
         def gap(name: str, expected: int, found: int) -> CorruptStoreError:
             return self._gap(key, name, expected, found)
 
+        where = self._where(key)
         with self._read(snapshot=True) as conn:
             found = self._session(conn, key)
             if found is None:
                 return None
-            sid, latest, oldest, incarnation, has_media = found
+            sid, latest, oldest, life, has_media = found
             check_version(version, oldest, latest)
             if version is None or version == latest:
                 at = latest
-                names = [name for (name,) in conn.execute(_LIVE_LISTS, (sid, sid))]
-                lists = {name: _live_list(conn, sid, name, gap) for name in names}
+                names = typed(conn.execute(LIVE_LISTS, (sid, sid)).fetchall(), "s", where)
+                lists = {name: live_list(conn, sid, name, gap) for (name,) in names}
                 values = conn.execute(
-                    "SELECT name, raw FROM session_values WHERE sid = ? AND version_to IS NULL",
+                    "SELECT name, digest, raw FROM session_values "
+                    "WHERE sid = ? AND version_to IS NULL",
                     (sid,),
                 ).fetchall()
             else:
                 at = version
                 params = (sid, at, sid, at, at)
                 rows = conn.execute(
-                    _rows_live_at("messages", "list, position, msg_id, digest, body"), params
+                    rows_live_at("messages", "list, position, msg_id, digest, body"), params
                 ).fetchall()
+                typed(rows, "si", where)  # ids, digests and bodies: see ``loaded_messages``
                 rows.sort(key=lambda r: (r[0], r[1]))
                 lists = lists_from_rows(rows, gap)
-                value_rows = _rows_live_at("session_values", "name, raw")
+                value_rows = rows_live_at("session_values", "name, digest, raw")
                 values = conn.execute(value_rows, params).fetchall()
-        return StoredState(at, lists, dict(values), incarnation, may_have_media=has_media)
+            check_sums(conn, sid, at, lists, values, where)
+        return StoredState(at, lists, self._values(values, where), life, may_have_media=has_media)
+
+    @staticmethod
+    def _values(rows: list[Any], where: str) -> dict[str, bytes]:
+        """Rows ``(name, digest, raw)`` as ``{name: raw}``, each raw checked against its
+        digest (values are few and small; a message body is checked as it is decoded)."""
+        for name, digest, raw in typed(rows, "sbb", where):
+            if digest_of(raw) != digest:
+                raise CorruptStoreError(
+                    f"{where}: value {name!r} does not match its digest", location=where
+                )
+        return {name: raw for name, _, raw in rows}
 
     @_translated
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The blobs stored for ``digests``; a blob whose bytes do not match its digest is
+        ``CorruptStoreError`` (never handed out as the media)."""
         found: dict[bytes, bytes] = {}
         wanted = list(dict.fromkeys(digests))
+        where = f"{self.location} {key.tenant} blobs"
         with self._read() as conn:
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                found.update(
-                    conn.execute(
-                        f"SELECT digest, data FROM blobs WHERE tenant = ? AND digest IN ({marks})",
-                        (key.tenant, *chunk),
-                    ).fetchall()
-                )
-        return found
+                rows = conn.execute(
+                    f"SELECT digest, data FROM blobs WHERE tenant = ? AND digest IN ({marks})",
+                    (key.tenant, *chunk),
+                ).fetchall()
+                found.update(typed(rows, "bb", where))
+        return check_blobs(found, where)
 
     @_translated
     def history(self, key: SessionKey) -> list[VersionInfo]:
-        with self._read() as conn:
+        with self._read(snapshot=True) as conn:
+            found = self._session(conn, key)
+            if found is None:
+                return []
+            sid, latest, oldest, _, _ = found
             rows = conn.execute(
-                "SELECT v.version, v.committed_at, v.appended, v.replaced, v.truncated, "
-                "v.values_changed FROM versions v JOIN sessions s ON s.sid = v.sid "
-                "WHERE s.tenant = ? AND s.session = ? AND v.version >= s.oldest_version "
-                "ORDER BY v.version",
-                (key.tenant, key.session),
+                "SELECT version, committed_at, appended, replaced, truncated, values_changed "
+                "FROM versions WHERE sid = ? AND version >= ? ORDER BY version",
+                (sid, oldest),
             ).fetchall()
-        return [VersionInfo(r[0], _datetime(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+        where = self._where(key)
+        if [r[0] for r in typed(rows, "iiiiii", where)] != list(range(oldest, latest + 1)):
+            raise CorruptStoreError(
+                f"{where}: versions {oldest}..{latest} are not all on record", location=where
+            )
+        return [VersionInfo(r[0], timestamp(r[1], where), r[2], r[3], r[4], r[5]) for r in rows]
 
     @_translated
     def list_sessions(
@@ -378,8 +384,10 @@ class SqliteStore(Store):
                 "LIMIT ? OFFSET ?",
                 (tenant, -1 if limit is None else limit, offset),
             ).fetchall()
+        where = f"{self.location} {tenant}"
+        typed(rows, "sSiiii", where)
         return [
-            SessionInfo(tenant, r[0], r[1], r[2], r[3], _datetime(r[4]), _datetime(r[5]))
+            SessionInfo(tenant, *r[:4], timestamp(r[4], where), timestamp(r[5], where))
             for r in rows
         ]
 
@@ -390,7 +398,7 @@ class SqliteStore(Store):
         Matching is by word, case- and accent-insensitive (FTS5 ``unicode61``); any characters
         in ``query`` are safe.
         """
-        match = _fts_query(query)
+        match = fts_query(query)
         if not match or limit <= 0:
             return []
         self._flush_fts()
@@ -404,6 +412,7 @@ class SqliteStore(Store):
                 "ORDER BY rank LIMIT ?",
                 (match, tenant, limit),
             ).fetchall()
+        typed(rows, "ssiss", f"{self.location} {tenant}")
         return [
             SearchHit(tenant, session, name, position, msg_id, snippet.replace("\n", " "))
             for session, name, position, msg_id, snippet in rows
@@ -412,13 +421,18 @@ class SqliteStore(Store):
     # -- writing -------------------------------------------------------------------------
     @_translated
     def commit(self, plan: CommitPlan) -> str:
+        """Apply ``plan`` in one ``BEGIN IMMEDIATE`` transaction.
+
+        A version race costs one indexed read under the write lock: the loser finds the
+        session moved and raises ``ConflictError`` before writing anything.
+        """
         key, version = plan.key, plan.version
-        at = _micros(plan.committed_at)
+        title = check_title(plan)
+        at = micros(plan.committed_at)
         with self._write() as conn:
-            found = conn.execute(
-                "SELECT sid, version, created_at FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
+            found = self._find(conn, key, "sid, version, created_at", "iii")
+            where = self._where(key)
+            sums: list_sums.Sums | None = {}
             if found is None:
                 check_base(plan, 0, "")
                 created = at
@@ -429,23 +443,34 @@ class SqliteStore(Store):
                 ).fetchone()[0]
             else:
                 sid, stored, created = found
-                check_base(plan, stored, _incarnation(sid, created))
+                check_base(plan, stored, incarnation(sid, created))
+                sums = sums_at(conn, sid, stored, where)
             for write in plan.lists:
-                self._write_list(conn, key.tenant, sid, version, write)
+                before, closed = self._write_list(conn, key.tenant, sid, version, write, where)
+                if sums is not None:
+                    put = [(m.digest, m.msg_id) for _, m in write.puts]
+                    list_sums.apply(sums, write.name, before, closed, put, write.length, where)
             if plan.media:  # a row now references stored media (see StoredState)
                 conn.execute("UPDATE sessions SET has_media = 1 WHERE sid = ?", (sid,))
+            closed_values: list[list_sums.Row] = []
+            put_values: list[list_sums.Row] = []
             for name, raw in plan.values.items():
-                conn.execute(
+                closed_values += conn.execute(
                     "UPDATE session_values SET version_to = ? "
-                    "WHERE sid = ? AND name = ? AND version_to IS NULL",
+                    "WHERE sid = ? AND name = ? AND version_to IS NULL RETURNING digest, name",
                     (version, sid, name),
-                )
+                ).fetchall()
                 if raw is not None:
+                    put_values.append((digest_of(raw), name))
                     conn.execute(
                         "INSERT INTO session_values (sid, name, version_from, digest, raw) "
                         "VALUES (?, ?, ?, ?, ?)",
                         (sid, name, version, digest_of(raw), raw),
                     )
+            if sums is None:  # the last commit was made before list sums were recorded
+                sums = sums_now(conn, sid, where)
+            else:
+                list_sums.apply_values(sums, typed(closed_values, "bs", where), put_values)
             if plan.media:
                 conn.executemany(
                     "INSERT OR IGNORE INTO blobs (tenant, digest, data) VALUES (?, ?, ?)",
@@ -453,39 +478,49 @@ class SqliteStore(Store):
                 )
             conn.execute(
                 "INSERT INTO versions (sid, version, committed_at, appended, replaced, "
-                "truncated, values_changed) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (sid, version, at, plan.appended, plan.replaced, plan.truncated, len(plan.values)),
-            )
+                "truncated, values_changed, lists) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, version, at, plan.appended, plan.replaced, plan.truncated,
+                 len(plan.values), list_sums.pack(sums)),
+            )  # fmt: skip
             conn.execute(
                 "UPDATE sessions SET version = ?, updated_at = ?, "
                 "title = CASE WHEN ? THEN ? ELSE title END, "
                 "message_count = coalesce(?, message_count) WHERE sid = ?",
-                (version, at, plan.title is not None, plan.title or None, plan.message_count, sid),
+                (version, at, title is not None, title or None, plan.message_count, sid),
             )
             if conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FTS_BATCH:
                 flush_fts(conn)
-        return _incarnation(sid, created)
+        return incarnation(sid, created)
 
     @staticmethod
     def _write_list(
-        conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite
-    ) -> None:
+        conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite, where: str
+    ) -> tuple[int, list[list_sums.Row]]:
+        """Apply one list's writes; return its live length before them and the ``(digest,
+        msg_id)`` of the rows they closed. A row the list should have and has not is
+        ``CorruptStoreError``."""
+        name = write.name
         where_live = "sid = ? AND list = ? AND version_to IS NULL"
         top = conn.execute(
-            f"SELECT max(position) FROM messages WHERE {where_live}", (sid, write.name)
+            f"SELECT max(position) FROM messages WHERE {where_live}", (sid, name)
         ).fetchone()[0]
+        if not isinstance(top, int | None):
+            raise CorruptStoreError(f"{where}/{name}: a position is not a number", location=where)
         length = 0 if top is None else top + 1
-        closing = [(version, sid, write.name, p) for p, _ in write.puts if p < length]
-        if closing:
-            conn.executemany(
-                f"UPDATE messages SET version_to = ? WHERE {where_live} AND position = ?", closing
-            )
+        replaced = [p for p, _ in write.puts if p < length]
+        closed: list[list_sums.Row] = []
+        for start in range(0, len(replaced), _CHUNK):
+            chunk = replaced[start : start + _CHUNK]
+            closed += conn.execute(
+                f"UPDATE messages SET version_to = ? WHERE {where_live} "
+                f"AND position IN ({','.join('?' * len(chunk))}) RETURNING digest, msg_id",
+                (version, sid, name, *chunk),
+            ).fetchall()
         insert = (
             "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, text, body) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         plain = []
-        name = write.name
         for position, m in write.puts:
             row = (sid, name, position, version, m.msg_id, m.digest, m.text, m.body)
             refs = blob_refs(m.body)
@@ -499,18 +534,23 @@ class SqliteStore(Store):
             )
         conn.executemany(insert, plain)
         if write.length < length:
-            conn.execute(
-                f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ?",
-                (version, sid, write.name, write.length),
+            closed += conn.execute(
+                f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ? "
+                "RETURNING digest, msg_id",
+                (version, sid, name, write.length),
+            ).fetchall()
+        expected = len(replaced) + max(0, length - write.length)
+        if len(closed) != expected:
+            raise CorruptStoreError(
+                f"{where}/{name}: {len(closed)} live rows closed where {expected} should be",
+                location=where,
             )
+        return length, typed(closed, "bs", where)
 
     @_translated
     def delete(self, key: SessionKey) -> bool:
         with self._write() as conn:
-            found = conn.execute(
-                "SELECT sid FROM sessions WHERE tenant = ? AND session = ?",
-                (key.tenant, key.session),
-            ).fetchone()
+            found = self._find(conn, key, "sid", "i")
             if found is None:
                 return False
             sid = found[0]

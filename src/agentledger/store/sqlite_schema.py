@@ -1,4 +1,4 @@
-"""The SQLite database file: its schema, as migrations, and this process's connections to it.
+"""The SQLite database file's schema, as migrations.
 
 Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migrations``):
 
@@ -9,71 +9,37 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
   rows and holds the digest, so ``read_head`` never touches a body; ``messages_dead`` covers only
   closed rows, so an append does not touch it at all.
 - ``session_values``: named values, versioned the same way.
-- ``versions``: one row per commit (what ``history`` returns).
+- ``versions``: one row per commit (what ``history`` returns), with ``lists``: the length and
+  digest sum of every list at that version (``list_sums``), which a load checks its rows
+  against. NULL in rows committed before migration 4: those versions load unchecked.
+- ``sessions_by_id``: the session keys once more, in the other column order: every lookup by
+  key confirms through it what the table's own unique index found.
 - ``blobs`` / ``blob_refs``: large media stored once per tenant by digest; ``blob_refs`` says which
   message rows use a blob, so delete and purge can drop blobs nothing references any more.
 - ``messages_fts``: FTS5 over the text of *live* messages, with the view ``live_text`` as its
   external content (the text is stored once, and ``rebuild`` / ``integrity-check`` agree with the
   index). Triggers queue index changes in ``fts_pending``; ``flush_fts`` applies them in batches.
 
-Timestamps are integer microseconds since the Unix epoch, UTC.
-
-Connections (``Database``): WAL mode, ``synchronous=NORMAL``, 1 KiB pages, memory-mapped
-reads. A process holds one writer connection per file, shared through a reference-counted
-registry by every store opened on that file and used under a lock; readers come from a small
-pool and never wait for a writer.
-A writer that finds the file locked by another process does not sleep in SQLite's busy handler
-(writers queued there convoy): each attempt waits at most ``BUSY_TIMEOUT_MS``, then it retries
-with jittered exponential backoff until ``WRITE_DEADLINE``. The file is touched only through
-SQLite.
+Timestamps are integer microseconds since the Unix epoch, UTC. The connections to the file are
+in ``sqlite_db``.
 """
 
 from __future__ import annotations
 
-import os
-import random
 import sqlite3
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from agentledger.errors import StoreError
+from agentledger.errors import CorruptStoreError, StoreError
 
 __all__ = [
-    "BUSY_TIMEOUT_MS",
     "MIGRATIONS",
-    "PAGE_SIZE",
-    "WRITE_DEADLINE",
-    "Database",
     "Migration",
-    "acquire",
     "applied_migrations",
-    "begin_immediate",
     "flush_fts",
     "migrate",
-    "release",
 ]
-
-#: How long one attempt to take the write lock may wait inside SQLite.
-BUSY_TIMEOUT_MS = 50
-#: How long a write keeps retrying a locked database before it gives up with ``StoreError``.
-WRITE_DEADLINE = 10.0
-#: Page size of new files. Every page a commit touches (the file header, the session row, an
-#: index leaf) costs a whole page of WAL, so small pages keep a small edit small: measured at
-#: 12,000 messages, 1 KiB pages write 2-3x fewer bytes per append or edit than 4 KiB pages, for
-#: about 20 ms more to read the whole session.
-PAGE_SIZE = 1024
-#: Bytes of the database file each connection reads through a memory map instead of one
-#: ``read()`` per page: a 12,000-message load walks about 16,000 one-KiB pages, and mapped it
-#: takes half the time (measured: 40 -> 19 ms). The file is never truncated outside SQLite,
-#: which is what makes mapping it safe.
-MMAP_SIZE = 1 << 30
-_MAX_BACKOFF = 0.1
-_IDLE_READERS = 8
-_READER_BUSY_MS = 5000  # readers wait only for WAL recovery, never for a writer
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,11 +216,20 @@ _LIVE_POSITION = (
     """,
 )
 
+# What each list holds at each version (see ``list_sums``); the next commit of a session saved
+# before this step computes it once from the session's live rows. A second index of session
+# keys, so that a lookup can confirm what the first found (``sqlite_rows.find_session``).
+_INTEGRITY = (
+    "ALTER TABLE versions ADD COLUMN lists BLOB",
+    "CREATE UNIQUE INDEX sessions_by_id ON sessions (session, tenant)",
+)
+
 #: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL),
     Migration(2, "sessions.has_media", _HAS_MEDIA),
     Migration(3, "one live message per position", _LIVE_POSITION),
+    Migration(4, "list sums in versions.lists; a second session key index", _INTEGRITY),
 )
 
 _LEDGER = """
@@ -273,7 +248,10 @@ def applied_migrations(conn: sqlite3.Connection) -> list[int]:
     ).fetchone()
     if not exists:
         return []
-    return [row[0] for row in conn.execute("SELECT id FROM schema_migrations ORDER BY id")]
+    ids = [row[0] for row in conn.execute("SELECT id FROM schema_migrations ORDER BY id")]
+    if not set(map(type, ids)) <= {int}:  # a damaged page
+        raise CorruptStoreError(f"schema_migrations holds an id that is not a number: {ids!r}")
+    return ids
 
 
 def migrate(conn: sqlite3.Connection, begin: Callable[[sqlite3.Connection], None]) -> int:
@@ -332,148 +310,3 @@ def flush_fts(conn: sqlite3.Connection) -> int:
         "FROM fts_pending p JOIN messages m ON m.id = p.row_id WHERE p.op = 1 ORDER BY m.id"
     )
     return conn.execute("DELETE FROM fts_pending").rowcount
-
-
-# -- connections -------------------------------------------------------------------------------
-def is_busy(exc: sqlite3.Error) -> bool:
-    """Whether SQLite failed because another connection holds a lock."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-def begin_immediate(conn: sqlite3.Connection) -> None:
-    """Take the write lock, retrying with jitter while another process holds it."""
-    deadline = time.monotonic() + WRITE_DEADLINE
-    delay = 0.001
-    while True:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not is_busy(exc):
-                raise
-            if time.monotonic() + delay > deadline:
-                raise StoreError(
-                    f"the database stayed locked by another writer for {WRITE_DEADLINE:g} s"
-                ) from exc
-        time.sleep(delay * random.uniform(0.5, 1.5))
-        delay = min(delay * 2, _MAX_BACKOFF)
-
-
-class Database:
-    """The connections this process holds on one database file (shared, reference-counted)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.pid = os.getpid()
-        self.refs = 0
-        self.write_lock = threading.Lock()  # guards the writer and its transactions
-        self.ready = False  # schema checked by this process
-        self._writer: sqlite3.Connection | None = None
-        self._pool_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
-        self._closed = False
-
-    def _connect(self, busy_ms: int) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.path, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def writer(self) -> sqlite3.Connection:
-        """The process's writer connection; call with ``write_lock`` held."""
-        if self._writer is None:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            conn = self._connect(BUSY_TIMEOUT_MS)
-            try:
-                if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
-                    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file
-                self._set_wal(conn)
-                # Checkpoint at about 4 MiB of WAL (the default counts 1,000 pages, sized for
-                # 4 KiB pages), and give the space back after a very large transaction.
-                conn.execute(f"PRAGMA wal_autocheckpoint = {4 * 1024 * 1024 // PAGE_SIZE}")
-                conn.execute("PRAGMA journal_size_limit = 67108864")
-            except BaseException:
-                conn.close()
-                raise
-            self._writer = conn
-        return self._writer
-
-    @staticmethod
-    def _set_wal(conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + WRITE_DEADLINE
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc) or time.monotonic() > deadline:
-                    raise
-            time.sleep(random.uniform(0.001, 0.02))
-
-    def take_reader(self) -> sqlite3.Connection:
-        with self._pool_lock:
-            if self._closed:
-                raise StoreError(f"{self.path}: the store is closed")
-            if self._idle:
-                return self._idle.pop()
-        return self._connect(_READER_BUSY_MS)
-
-    def give_back(self, conn: sqlite3.Connection) -> None:
-        with self._pool_lock:
-            if not self._closed and len(self._idle) < _IDLE_READERS:
-                self._idle.append(conn)
-                return
-        conn.close()
-
-    def close(self) -> None:
-        with self._pool_lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-        with self.write_lock:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
-
-
-_registry_lock = threading.Lock()
-_registry: dict[str, Database] = {}
-# Entries inherited through fork(): a child must neither use nor close its parent's connections.
-_inherited: list[Database] = []
-
-
-def acquire(path: str) -> Database:
-    """The shared connections for ``path`` (a resolved file name), with one more reference."""
-    with _registry_lock:
-        db = _registry.get(path)
-        if db is not None and db.pid != os.getpid():
-            _inherited.append(db)
-            db = None
-        if db is None:
-            db = _registry[path] = Database(path)
-        db.refs += 1
-        return db
-
-
-def release(db: Database) -> None:
-    """Drop one reference; the last one closes the connections."""
-    with _registry_lock:
-        if db.pid != os.getpid():
-            return
-        db.refs -= 1
-        if db.refs > 0:
-            return
-        if _registry.get(db.path) is db:
-            del _registry[db.path]
-    db.close()

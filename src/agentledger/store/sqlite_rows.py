@@ -1,0 +1,248 @@
+"""What the SQLite store reads from its file, and the checks that turn damage into errors.
+
+A damaged page can hold any value in any column, and SQLite returns it as found. So every row
+read is checked before it is used: ``typed`` checks column types at C speed, ``timestamp``
+refuses out-of-range times, and ``sums_at`` reads what the commit of a version recorded about
+each list (``list_sums``), against which a load checks the rows it found. A check that fails is
+``CorruptStoreError`` naming the session, never a ``TypeError`` later on. Also here: the SQL
+that selects a version's rows and a list's live rows, and the full-text query builder.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from operator import itemgetter
+from typing import Any
+
+from agentledger.errors import CorruptStoreError, UserError
+from agentledger.store import list_sums
+from agentledger.store.base import StoredList, check_positions, columns
+
+__all__ = [
+    "LIVE_LISTS",
+    "check_sums",
+    "find_session",
+    "fts_query",
+    "incarnation",
+    "live_list",
+    "micros",
+    "rows_live_at",
+    "sums_at",
+    "sums_now",
+    "timestamp",
+    "typed",
+    "typed_row",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def find_session(
+    conn: sqlite3.Connection, tenant: str, session: str, columns: str, shape: str, where: str
+) -> Any:
+    """``columns`` (the first is ``sid``) of a session's row, checked as ``shape``, or None.
+
+    The row is found through the ``(tenant, session)`` index and its sid confirmed through the
+    ``(session, tenant)`` one: a damaged key in either cannot hide a session, or hand out
+    another session's row, without ``CorruptStoreError``.
+    """
+    row = conn.execute(
+        f"SELECT {columns}, (SELECT sid FROM sessions INDEXED BY sessions_by_id "
+        "WHERE session = ?2 AND tenant = ?1) FROM sessions "
+        "INDEXED BY sqlite_autoindex_sessions_1 WHERE tenant = ?1 AND session = ?2",
+        (tenant, session),
+    ).fetchone()
+    if row is None:
+        other = _other_sid(conn, tenant, session)
+        if other is None:
+            return None
+        row = (None, other)
+    if row[0] != row[-1]:
+        raise CorruptStoreError(
+            f"{where}: the two indexes of session keys disagree (sid {row[0]} or {row[-1]})",
+            location=where,
+        )
+    return typed_row(row[:-1], shape, where)
+
+
+def _other_sid(conn: sqlite3.Connection, tenant: str, session: str) -> Any:
+    row = conn.execute(
+        "SELECT sid FROM sessions INDEXED BY sessions_by_id WHERE session = ? AND tenant = ?",
+        (session, tenant),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def micros(at: datetime) -> int:
+    if at.tzinfo is None:
+        raise UserError("timestamps must be timezone-aware")
+    return (at - _EPOCH) // _US
+
+
+def timestamp(micros: int, location: str) -> datetime:
+    try:
+        return _EPOCH + micros * _US
+    except OverflowError:
+        raise CorruptStoreError(
+            f"{location}: timestamp {micros} is out of range", location=location
+        ) from None
+
+
+#: Column types ``typed`` accepts, by letter: an int, a str, bytes, or (upper case) also NULL.
+_TYPES: dict[str, set[type]] = {
+    "i": {int},
+    "s": {str},
+    "b": {bytes},
+    "I": {int, type(None)},
+    "S": {str, type(None)},
+    "B": {bytes, type(None)},
+}
+
+
+def typed(rows: list[Any], shape: str, location: str) -> list[Any]:
+    """``rows``, once each column ``i`` is known to hold only ``_TYPES[shape[i]]``.
+
+    A damaged page can hold a value of any type in any column; it is reported here as
+    ``CorruptStoreError``, never met later as a ``TypeError``. One C-level pass per column.
+    """
+    for i, letter in enumerate(shape):
+        found = set(map(type, map(itemgetter(i), rows)))
+        if not found <= _TYPES[letter]:
+            names = sorted(t.__name__ for t in found - _TYPES[letter])
+            raise CorruptStoreError(
+                f"{location}: a row holds a value of the wrong type ({', '.join(names)})",
+                location=location,
+            )
+    return rows
+
+
+def typed_row(row: Any, shape: str, location: str) -> Any:
+    """``row`` (or None) checked as ``typed`` checks rows."""
+    return row if row is None else typed([row], shape, location)[0]
+
+
+def rows_live_at(table: str, columns: str) -> str:
+    """Rows of ``table`` live at a past version; parameters ``(sid, v, sid, v, v)``.
+
+    Two halves, one per partial index: live rows created by then, and closed rows that closed
+    after it.
+    """
+    return (
+        f"SELECT {columns} FROM {table} "
+        "WHERE sid = ? AND version_to IS NULL AND version_from <= ? "
+        f"UNION ALL SELECT {columns} FROM {table} "
+        "WHERE sid = ? AND version_to IS NOT NULL AND version_to > ? AND version_from <= ?"
+    )
+
+
+#: The names of a session's non-empty lists (parameters ``(sid, sid)``): one index seek per
+#: list, where ``SELECT DISTINCT`` would read every live row's index entry.
+LIVE_LISTS = """
+    WITH RECURSIVE names(name) AS (
+        SELECT min(list) FROM messages WHERE sid = ? AND version_to IS NULL
+        UNION ALL
+        SELECT (
+            SELECT min(list) FROM messages
+            WHERE sid = ? AND version_to IS NULL AND list > names.name
+        )
+        FROM names WHERE name IS NOT NULL
+    )
+    SELECT name FROM names WHERE name IS NOT NULL
+"""
+
+_LIVE = "FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL"
+
+
+def live_list(
+    conn: sqlite3.Connection, sid: int, name: str, gap: Callable[[str, int, int], Exception]
+) -> StoredList:
+    """One list's live rows, in order, as columns.
+
+    The rows carry no position: the unique index ``messages_live_position`` allows one live
+    row per position, so rows whose first position is 0 and last is ``len - 1`` hold every
+    position once. Only when they do not are the positions read, to name the first gap.
+    """
+    query = f"SELECT msg_id, digest, body {_LIVE} ORDER BY position"
+    rows = conn.execute(query, (sid, name)).fetchall()
+    span = conn.execute(
+        f"SELECT (SELECT min(position) {_LIVE}), (SELECT max(position) {_LIVE})",
+        (sid, name, sid, name),
+    ).fetchone()
+    if span != (0, len(rows) - 1):
+        found = conn.execute(f"SELECT position {_LIVE} ORDER BY position", (sid, name))
+        check_positions([position for (position,) in found], name, gap)
+    ids, digests, bodies = columns(rows, 0, 3)
+    return StoredList(ids, digests, bodies)
+
+
+def fts_query(query: str) -> str:
+    """A MATCH expression that finds every word of ``query`` as a word prefix.
+
+    Each word is quoted as an FTS5 string, so quotes, parentheses, ``*``, ``NEAR``, ``AND`` and
+    column filters in user input are plain text, never syntax.
+    """
+    terms = [
+        '"' + word.replace('"', '""') + '"*'
+        for word in query.split()
+        if any(ch.isalnum() for ch in word)
+    ]
+    return " ".join(terms)
+
+
+def incarnation(sid: int, created_at: int) -> str:
+    """One life of a session: row ids can be reused after a delete, creation times are not."""
+    return f"{sid}.{created_at}"
+
+
+def sums_at(conn: sqlite3.Connection, sid: int, version: int, where: str) -> list_sums.Sums | None:
+    """The list sums recorded at ``version`` (None if it was committed without them)."""
+    row = conn.execute(
+        "SELECT lists FROM versions WHERE sid = ? AND version = ?", (sid, version)
+    ).fetchone()
+    if typed_row(row, "B", where) is None:
+        raise CorruptStoreError(f"{where}: version {version} is not on record", location=where)
+    return None if row[0] is None else list_sums.unpack(row[0], where)
+
+
+def sums_now(conn: sqlite3.Connection, sid: int, where: str) -> list_sums.Sums:
+    """The list sums of the session's live rows, read from them (once per session that was
+    last saved before sums were recorded)."""
+    rows = conn.execute(
+        "SELECT list, digest, msg_id FROM messages WHERE sid = ? AND version_to IS NULL "
+        "ORDER BY list, position",
+        (sid,),
+    ).fetchall()
+    lists: dict[str, tuple[list[bytes], list[str]]] = {}
+    for name, digest, msg_id in typed(rows, "sbs", where):
+        digests, ids = lists.setdefault(name, ([], []))
+        digests.append(digest)
+        ids.append(msg_id)
+    values = conn.execute(
+        "SELECT digest, name FROM session_values WHERE sid = ? AND version_to IS NULL", (sid,)
+    ).fetchall()
+    lists[list_sums.VALUES] = ([d for d, _ in values], [n for _, n in typed(values, "bs", where)])
+    return list_sums.of(lists)
+
+
+def check_sums(
+    conn: sqlite3.Connection,
+    sid: int,
+    version: int,
+    lists: dict[str, Any],
+    values: list[Any],
+    where: str,
+) -> None:
+    """Raise ``CorruptStoreError`` unless ``lists`` (name -> ``StoredList``, or the digests
+    alone) and ``values`` (rows that start ``(name, digest)``) hold what the commit of
+    ``version`` recorded; versions without a record pass."""
+    sums = sums_at(conn, sid, version, where)
+    if sums is not None:
+        found = {
+            name: (rows.digests, rows.ids) if isinstance(rows, StoredList) else (rows, None)
+            for name, rows in lists.items()
+        }
+        found[list_sums.VALUES] = ([v[1] for v in values], [v[0] for v in values])
+        list_sums.check(found, sums, where)
