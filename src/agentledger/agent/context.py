@@ -31,6 +31,7 @@ from agentledger.store.ids import DEFAULT_TENANT
 
 __all__ = [
     "AgentEvent",
+    "ContextEditFailed",
     "MessageCommitted",
     "OnStateLoaded",
     "RunError",
@@ -93,6 +94,15 @@ class RunInterrupted(msgspec.Struct, frozen=True):
     version: int
 
 
+class ContextEditFailed(msgspec.Struct, frozen=True):
+    """A middleware's own model call failed (a summary); the context was left as it was."""
+
+    middleware: str
+    error: str
+    kind: str
+    version: int
+
+
 class RunError(msgspec.Struct, frozen=True):
     """The run failed; the input and every completed step are persisted."""
 
@@ -112,6 +122,7 @@ AgentEvent: TypeAlias = (
     | ToolCallEnd
     | UsageReport
     | MessageCommitted
+    | ContextEditFailed
     | ToolResultEvent
     | RunFinished
     | RunInterrupted
