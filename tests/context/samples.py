@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from agentledger import (
     AudioBlock,
     ImageBlock,
@@ -11,6 +13,7 @@ from agentledger import (
     ToolUseBlock,
 )
 from agentledger.messages import FileBlock, VideoBlock
+from tests.messages.strategies import media, metadata
 
 PNG = b"\x89PNG\r\n\x1a\n\x00png-bytes"
 WAV = b"RIFF\x00\x00WAVEfmt "
@@ -72,3 +75,15 @@ def history(turns: int, output_size: int = 200) -> list[Msg]:
     for n in range(turns):
         msgs.extend(turn(n, f"result {n} " + "x" * output_size))
     return msgs
+
+
+text_blocks = st.builds(TextBlock, text=st.text(max_size=40), metadata=metadata)
+results = st.builds(
+    ToolResultBlock,
+    id=st.text(min_size=1, max_size=8),
+    name=st.text(max_size=8),
+    output=st.lists(text_blocks | media, max_size=6).map(tuple),
+    is_error=st.booleans(),
+    metadata=metadata,
+)
+"""Any tool result: text and media blocks in any mix, any fields."""

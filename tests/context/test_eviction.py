@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentledger import (
     ImageBlock,
@@ -24,7 +27,15 @@ from agentledger.messages import canonical_bytes
 from agentledger.store import MemoryStore
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing import ScriptedModel
-from tests.context.samples import PNG, WAV, history, media_of, mixed_result, tool_message
+from tests.context.samples import (
+    PNG,
+    WAV,
+    history,
+    media_of,
+    mixed_result,
+    results,
+    tool_message,
+)
 
 
 class CountingFS(LocalFilesystem):
@@ -213,3 +224,28 @@ def test_an_eviction_in_the_middle_of_1000_messages_writes_about_the_preview(
     with Ledger(url) as fresh:
         assert fresh.messages("s") == out
         assert fresh.messages("s", version=before.version)[middle] == msgs[middle]
+
+
+# -- the rule, for any result --------------------------------------------------------------------
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(result=results, allowance=st.integers(0, 30), extra=st.integers(1, 30))
+def test_eviction_property(result: ToolResultBlock, allowance: int, extra: int) -> None:
+    msg = tool_message(result)
+    with tempfile.TemporaryDirectory() as root:
+        evictor = ToolResultEviction(root, limit=allowance + extra, preview=allowance)
+        (out,) = evictor.evict([msg], session="s")
+        texts = [b.text for b in result.output if isinstance(b, TextBlock)]
+        if sum(map(len, texts)) <= allowance + extra:
+            assert out is msg
+            return
+        (evicted,) = out.tool_results
+        assert media_of(evicted.output) == media_of(result.output)
+        assert (evicted.id, evicted.name, evicted.is_error) == (
+            result.id,
+            result.name,
+            result.is_error,
+        )
+        assert {k: v for k, v in evicted.metadata.items() if k != PREVIEW_KEY} == result.metadata
+        assert (out.id, out.metadata, out.name) == (msg.id, msg.metadata, msg.name)
+        assert evictor.filesystem.read(evicted.metadata[PREVIEW_KEY]["path"]) == result.text
+        assert evictor.evict([out], session="s")[0] is out  # never twice

@@ -186,3 +186,10 @@ def test_read_offloaded_pages_by_characters(tmp_path: Path) -> None:
     )
     result = asyncio.run(evictor.read_tool.run(call, ToolContext("default", "s", "r")))
     assert result.text == "ABCDE"
+
+
+def test_a_missing_file_is_reported_without_the_root(tmp_path: Path) -> None:
+    evictor = ToolResultEviction(tmp_path / "hidden-root", limit=100, preview=10)
+    path = offload_path("never written", session="s", call_id="c", tool="t")
+    result = read(evictor, path)
+    assert result.is_error and path in result.text and "hidden-root" not in result.text

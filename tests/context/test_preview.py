@@ -11,8 +11,7 @@ from agentledger.context import ToolResultPreview
 from agentledger.context.marks import MARKER_KEY, PREVIEW_KEY, is_marker
 from agentledger.context.preview import map_results, marker_text
 from agentledger.messages import decode, encode
-from tests.context.samples import every_media, media_of, mixed_result, tool_message
-from tests.messages.strategies import media, metadata
+from tests.context.samples import every_media, media_of, mixed_result, results, tool_message
 
 
 def own_text(result: ToolResultBlock) -> list[str]:
@@ -133,17 +132,6 @@ def test_a_bad_allowance_is_refused(allowance: object) -> None:
 
 
 # -- the rule, for any result --------------------------------------------------------------------
-text_blocks = st.builds(TextBlock, text=st.text(max_size=40), metadata=metadata)
-results = st.builds(
-    ToolResultBlock,
-    id=st.text(min_size=1, max_size=8),
-    name=st.text(max_size=8),
-    output=st.lists(text_blocks | media, max_size=6).map(tuple),
-    is_error=st.booleans(),
-    metadata=metadata,
-)
-
-
 @settings(max_examples=300, deadline=None)
 @given(result=results, allowance=st.integers(0, 150))
 def test_preview_property(result: ToolResultBlock, allowance: int) -> None:

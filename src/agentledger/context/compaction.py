@@ -16,6 +16,10 @@ already have); if no cut qualifies, nothing happens. A failed summary call raise
 and changes nothing: the agent keeps the context as it was, its version does not move, and the
 run reports a ``ContextEditFailed`` event.
 
+Compaction cannot shrink what it keeps: if the last ``keep_recent`` messages alone pass
+``max_tokens`` it runs, and calls the model, at every step. Put ``ToolResultEviction`` and
+``ToolResultPruning`` before it, so that one huge tool result is not what fills the context.
+
 The originals are not lost: the agent saves the compacted list through the normal save, and the
 replaced messages stay readable at the version before (``ledger.messages(session,
 version=...)``). Today a save compares by position, so compaction rewrites every message after
@@ -172,14 +176,18 @@ def _findings(msgs: Sequence[Msg]) -> set[tuple[str, str, str | None]]:
 def _cut(messages: list[Msg], start: int, latest: int) -> int | None:
     """The first kept position: the latest one at or before ``latest`` that starts a user or
     assistant message and leaves a history with no new provider findings, or ``None``."""
+    first = start + 1 if start < len(messages) and summary_mark(messages[start]) else start
+    candidates = [
+        cut
+        for cut in range(min(latest, len(messages) - 1), first, -1)
+        if messages[cut].role in ("user", "assistant")
+    ]
+    if not candidates:
+        return None
     placeholder = Msg.user("summary", created_at=None)
     before = _findings(messages)
-    first = start + 1 if start < len(messages) and summary_mark(messages[start]) else start
-    for cut in range(min(latest, len(messages) - 1), first, -1):
-        if messages[cut].role not in ("user", "assistant"):
-            continue
-        candidate = [*messages[:start], placeholder, *messages[cut:]]
-        if _findings(candidate) <= before:
+    for cut in candidates:
+        if _findings([*messages[:start], placeholder, *messages[cut:]]) <= before:
             return cut
     return None
 

@@ -131,7 +131,11 @@ class LocalFilesystem:
 
     def read(self, path: str) -> str:
         """The text written at ``path``; ``FileNotFoundError`` if there is none."""
-        return self._file(path).read_bytes().decode("utf-8", "surrogatepass")
+        try:
+            data = self._file(path).read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no offloaded text at {path}") from None  # root not shown
+        return data.decode("utf-8", "surrogatepass")
 
 
 def default_offload_root(store: Any = None) -> Path:
