@@ -11,6 +11,7 @@ import agentledger
 MODULES = [
     "agentledger",
     "agentledger.agent",
+    "agentledger.context",
     "agentledger.errors",
     "agentledger.messages",
     "agentledger.store",
@@ -30,7 +31,17 @@ def test_all_is_unique_and_importable(name: str) -> None:
 
 def test_root_exports_public_names_only() -> None:
     public = {n for n in vars(agentledger) if not n.startswith("_")}
-    submodules = {"errors", "messages", "store", "wire", "testing", "cli", "agent", "server"}
+    submodules = {
+        "errors",
+        "messages",
+        "store",
+        "wire",
+        "testing",
+        "cli",
+        "agent",
+        "server",
+        "context",
+    }
     assert public - submodules - {"annotations"} <= set(agentledger.__all__)
 
 

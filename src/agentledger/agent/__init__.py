@@ -9,6 +9,7 @@
 
 from agentledger.agent.context import (
     AgentEvent,
+    ContextEditFailed,
     MessageCommitted,
     RunError,
     RunFinished,
@@ -40,6 +41,7 @@ from agentledger.agent.tools import Tool, ToolContext, tool
 
 __all__ = [
     "AgentEvent",
+    "ContextEditFailed",
     "MessageCommitted",
     "Middleware",
     "Model",

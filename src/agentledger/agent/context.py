@@ -30,6 +30,7 @@ from agentledger.store import SessionState
 
 __all__ = [
     "AgentEvent",
+    "ContextEditFailed",
     "MessageCommitted",
     "OnStateLoaded",
     "RunError",
@@ -96,6 +97,15 @@ class RunInterrupted(msgspec.Struct, frozen=True):
     version: int
 
 
+class ContextEditFailed(msgspec.Struct, frozen=True):
+    """A middleware's own model call failed (a summary); the context was left as it was."""
+
+    middleware: str
+    error: str
+    kind: str
+    version: int
+
+
 class RunError(msgspec.Struct, frozen=True):
     """The run failed; the input and every completed step are persisted."""
 
@@ -115,6 +125,7 @@ AgentEvent: TypeAlias = (
     | ToolCallEnd
     | UsageReport
     | MessageCommitted
+    | ContextEditFailed
     | ToolResultEvent
     | RunFinished
     | RunInterrupted

@@ -5,6 +5,10 @@ tool results, a summary replacing old turns ...). The agent saves the edit throu
 incremental save before calling the model, so only changed rows are written and the originals
 stay in the ledger's history. ``after_reasoning`` may adjust the model's answer before it is
 saved. Both default to "no change".
+
+A ``before_reasoning`` that calls a model of its own (a summary) and fails raises ``ModelError``:
+the agent then keeps the context as it was and reports a ``ContextEditFailed`` event instead of
+ending the run. Ready-made context middlewares are in ``agentledger.context``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ class Middleware:
     """Subclass and override the hooks you need."""
 
     async def before_reasoning(self, ctx: RuntimeContext, context: list[Msg]) -> list[Msg] | None:
-        """Return an edited context to persist and send, or ``None`` to leave it."""
+        """Return an edited context to persist and send, or ``None`` to leave it (raise
+        ``ModelError`` if a model call of its own failed; see the module docstring)."""
         return None
 
     async def after_reasoning(self, ctx: RuntimeContext, message: Msg) -> Msg:

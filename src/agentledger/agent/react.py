@@ -21,6 +21,7 @@ from typing import Any
 
 from agentledger.agent.context import (
     AgentEvent,
+    ContextEditFailed,
     MessageCommitted,
     OnStateLoaded,
     RunError,
@@ -255,7 +256,13 @@ class ReActAgent:
     async def _loop(self, run: _Run) -> AsyncIterator[AgentEvent]:
         for _ in range(self.max_iters):
             for middleware in self.middlewares:
-                edited = await middleware.before_reasoning(run.ctx, list(run.context))
+                try:
+                    edited = await middleware.before_reasoning(run.ctx, list(run.context))
+                except ModelError as exc:  # its own model call (a summary): keep the context
+                    log.warning("%s left the context unchanged: %s", type(middleware).__name__, exc)
+                    name, kind = type(middleware).__name__, type(exc).__name__
+                    yield ContextEditFailed(name, str(exc), kind, run.version)
+                    continue
                 if edited is not None:
                     run.context = list(edited)
             async for event in self._save(run):  # persist middleware edits before sending
