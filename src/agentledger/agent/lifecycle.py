@@ -54,18 +54,12 @@ def state_of(pending: dict[str, Any], call_id: str) -> str:
 
 def maybe_ran_result(call: ToolUseBlock) -> ToolResultBlock:
     """The error result for a call that started but whose result was never saved."""
-    return ToolResultBlock(
-        id=call.id,
-        name=call.name,
-        output=(
-            TextBlock(
-                text=f"The call to {call.name} started before the run was interrupted and its "
-                "result was not recorded. It may have run; it was not run again to avoid "
-                "repeating its side effects."
-            ),
-        ),
-        is_error=True,
-        metadata={"lifecycle": "result_lost"},
+    return _error(
+        call,
+        f"The call to {call.name} started before the run was interrupted and its result was "
+        "not recorded. It may have run; it was not run again to avoid repeating its side "
+        "effects.",
+        "result_lost",
     )
 
 
@@ -76,15 +70,19 @@ def client_calls(context: Sequence[Msg], pending: dict[str, Any]) -> list[ToolUs
 
 def no_client_result(call: ToolUseBlock) -> ToolResultBlock:
     """The error result for a client call the conversation moved on from without its result."""
+    return _error(
+        call,
+        f"The client did not return a result for this call to {call.name}; the conversation "
+        "went on without it.",
+        "no_client_result",
+    )
+
+
+def _error(call: ToolUseBlock, text: str, lifecycle: str) -> ToolResultBlock:
     return ToolResultBlock(
         id=call.id,
         name=call.name,
-        output=(
-            TextBlock(
-                text=f"The client did not return a result for this call to {call.name}; the "
-                "conversation went on without it."
-            ),
-        ),
+        output=(TextBlock(text=text),),
         is_error=True,
-        metadata={"lifecycle": "no_client_result"},
+        metadata={"lifecycle": lifecycle},
     )
