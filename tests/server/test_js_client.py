@@ -43,7 +43,10 @@ def _require(tool: str) -> str:
 def node() -> str:
     node = _require("node")
     npm = _require("npm")
-    if not (JS / "node_modules" / "@ag-ui" / "client").is_dir():
+    entry_points = [
+        JS / "node_modules" / "@ag-ui" / p / "dist" / "index.mjs" for p in ("client", "core")
+    ]
+    if not all(path.is_file() for path in entry_points):
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, timeout=600)
     return node
 
