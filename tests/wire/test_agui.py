@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
@@ -206,13 +207,23 @@ def test_bad_input_is_refused() -> None:
         from_agui([{"role": "user", "content": "x"}])
     with pytest.raises(UserError, match="role"):
         from_agui([{"id": "x", "role": "robot", "content": "x"}])
+    ok, bad = {"id": "a", "role": "user", "content": "x"}, {"id": "x", "role": "user", "name": 7}
+    with pytest.raises(UserError, match=r"message 1 .*user\.name: Input should be a valid string"):
+        from_agui([ok, {**bad, "content": "x"}])
+    with pytest.raises(UserError, match="not a JSON object"):
+        from_agui(["hello"])
     with pytest.raises(UserError, match="base64"):
         from_agui(
             [
                 {
                     "id": "x",
                     "role": "user",
-                    "content": [{"type": "image", "source": {"type": "data", "value": "!!"}}],
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "data", "value": "!!", "mimeType": "image/png"},
+                        }
+                    ],
                 }
             ]
         )
@@ -245,3 +256,196 @@ def test_user_and_tool_content_round_trips(parts: list, n_results: int) -> None:
     dicts = to_agui(msgs)
     assert_valid_agui(dicts)
     assert from_agui(dicts) == msgs
+
+
+# -- every AG-UI message a client can send comes back unchanged (issue 13, item 5) ------------
+def normalized(d: dict[str, Any]) -> dict[str, Any]:
+    return _adapter.validate_python(d).model_dump(by_alias=True, mode="json")
+
+
+def test_client_reasoning_id_comes_back() -> None:
+    sent = [
+        {"id": "u", "role": "user", "content": "hi"},
+        {"id": "r-1", "role": "reasoning", "content": "thinking it over"},
+        {"id": "a", "role": "assistant", "content": "hello"},
+    ]
+    msgs = from_agui(sent)
+    assert [m.id for m in msgs] == ["u", "r-1", "a"]
+    (thought,) = msgs[1].content
+    assert isinstance(thought, ThinkingBlock) and thought.thinking == "thinking it over"
+    assert to_agui(msgs) == sent
+
+
+def test_tool_error_text_comes_back_and_reaches_the_model() -> None:
+    sent = [
+        {
+            "id": "a",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"id": "t", "role": "tool", "toolCallId": "c", "content": "partial", "error": "Timeout"},
+    ]
+    msgs = from_agui(sent)
+    result = msgs[1].tool_results[0]
+    assert result.is_error and result.text == "partial\nTimeout"
+    assert to_agui(msgs) == sent
+
+
+def test_encrypted_values_on_every_kind_come_back() -> None:
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "f", "arguments": '{"x":1}'},
+        "encryptedValue": "ev-call",
+    }
+    sent = [
+        {"id": "s", "role": "system", "content": "rules", "encryptedValue": "ev-sys"},
+        {"id": "d", "role": "developer", "content": "dev", "encryptedValue": "ev-dev"},
+        {"id": "u", "role": "user", "content": "hi", "encryptedValue": "ev-user"},
+        {"id": "r", "role": "reasoning", "content": "hm", "encryptedValue": "sig"},
+        {"id": "a", "role": "assistant", "toolCalls": [call], "encryptedValue": "ev-a"},
+        {"id": "t", "role": "tool", "toolCallId": "c", "content": "ok", "encryptedValue": "ev-t"},
+    ]
+    msgs = from_agui(sent)
+    assert to_agui(msgs) == sent
+    assert msgs[3].content[0].signature == "sig"  # a reasoning signature is meaning, not a fix
+
+
+def test_unknown_fields_and_odd_metadata_come_back() -> None:
+    sent = [
+        {
+            "id": "u",
+            "role": "user",
+            "content": [{"type": "text", "text": "one part", "id": "p1", "metadata": "note"}],
+            "subagentRunId": "sub-1",
+            "futureField": {"x": [1, 2]},
+            "metadata": {"_private": 1, "agentledger": {"mine": True}, "$bytes": "AAE="},
+        },
+        {"id": "a", "role": "assistant", "name": "", "content": "", "toolCalls": []},
+    ]
+    msgs = from_agui(sent)
+    assert msgs[0].text == "one part"
+    assert "_private" not in msgs[0].metadata  # a client cannot write private metadata
+    assert to_agui(msgs) == sent
+    assert_valid_agui([d for d in to_agui(msgs) if "futureField" not in d])
+
+
+def test_a_fix_never_patches_an_edited_message_back() -> None:
+    (msg,) = from_agui([{"id": "u", "role": "user", "content": [{"type": "text", "text": "x"}]}])
+    assert to_agui([msg])[0]["content"] == [{"type": "text", "text": "x"}]
+    edited = msg.replace(content="y")  # same metadata (and fix), new content
+    assert to_agui([edited]) == [{"id": "u", "role": "user", "content": "y"}]
+
+
+_json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+)
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["k", "_p", "agentledger", "$bytes", "$map"]), inner, max_size=3
+        ),
+    ),
+    max_leaves=6,
+)
+_ids = st.one_of(
+    st.sampled_from(["a", "b", "t", "t:1", "a:reasoning:0", "a:reasoning:1", "r-1", "c"]),
+    st.text(min_size=1, max_size=8),
+)
+
+
+def _optional(**fields: st.SearchStrategy) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+_source = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "type": st.just("data"),
+            "value": st.binary(max_size=6).map(lambda b: base64.b64encode(b).decode()),
+            "mimeType": st.text(max_size=5),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("url"), "value": st.text(max_size=6)},
+        optional={"mimeType": st.text(max_size=5)},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("file"), "value": st.text(max_size=6)},
+        optional={"mimeType": st.text(max_size=5), "provider": st.text(max_size=5)},
+    ),
+)
+_part = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.just("text"), "text": st.text(max_size=6)},
+        optional={"id": st.text(max_size=3), "metadata": _json},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["image", "audio", "video", "document"]), "source": _source},
+        optional={"id": st.text(max_size=3), "metadata": _json},
+    ),
+)
+_content = st.one_of(st.text(max_size=8), st.lists(_part, max_size=3))
+_common = {
+    "encryptedValue": st.text(max_size=4),
+    "metadata": st.dictionaries(st.sampled_from(["k", "_p", "agentledger"]), _json, max_size=2),
+    "subagentRunId": st.text(max_size=3),
+    "extraField": _json,
+}
+_call = st.fixed_dictionaries(
+    {
+        "id": _ids,
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {
+                "name": st.text(max_size=4),
+                "arguments": st.sampled_from(['{"x":1}', "{}", "{bad", ""]),
+            }
+        ),
+    },
+    optional={"encryptedValue": st.text(max_size=3), "metadata": _common["metadata"]},
+)
+
+
+@st.composite
+def agui_message(draw: st.DrawFn) -> dict[str, Any]:
+    role = draw(st.sampled_from(["developer", "system", "user", "assistant", "tool", "reasoning"]))
+    d: dict[str, Any] = {"id": draw(_ids), "role": role}
+    extra = dict(_common)
+    if role in ("developer", "system", "reasoning"):
+        d["content"] = draw(st.text(max_size=8))
+    elif role == "user":
+        d["content"] = draw(_content)
+    elif role == "tool":
+        d["toolCallId"] = draw(st.text(min_size=1, max_size=3))
+        d["content"] = draw(_content)
+        extra["error"] = st.text(max_size=8)
+    else:
+        extra["content"] = st.text(max_size=8)
+        extra["toolCalls"] = st.lists(_call, max_size=2)
+    if role in ("developer", "system", "user", "assistant"):
+        extra["name"] = st.text(max_size=3)
+    if role == "reasoning":
+        extra["metadata"] = st.one_of(
+            _common["metadata"], st.just({"agentledger": {"redacted": True}})
+        )
+    d.update(draw(_optional(**extra)))
+    return normalized(d)
+
+
+@given(st.lists(agui_message(), max_size=6))
+def test_every_client_message_round_trips_exactly(sent: list[dict[str, Any]]) -> None:
+    before = copy.deepcopy(sent)
+    msgs = from_agui(sent)
+    assert sent == before
+    assert to_agui(msgs) == sent
+    again = from_agui(to_agui(msgs))
+    assert again == msgs and [m.digest for m in again] == [m.digest for m in msgs]

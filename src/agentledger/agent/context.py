@@ -4,7 +4,15 @@ The context says *which* session a run is for (tenant and id), carries per-run a
 are never persisted, exposes the loaded state as ``ctx.state``, and offers the
 ``on_state_loaded`` hook: called after the session is loaded and before anything is appended or
 the model is called, with the run's input list, which it may change in place (seed 001: callers
-need the loaded state to dedupe, filter or inject input).
+need the loaded state to dedupe, filter or inject input). The hook may also cut
+``ctx.state.context`` short (a rewind: the run continues from there; what was cut stays in the
+ledger's history). A run whose input the hook emptied ends without calling the model: all it
+was given was already there.
+
+Per run, a caller may also declare ``client_tools``: tools the model may call but the caller
+runs (an AG-UI frontend's tools). The run ends when the model calls one, the call waiting for
+its result in the next run's input; and ``instructions`` added to the system prompt for this run
+only (never stored).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from agentledger.agent.events import (
     ToolCallStart,
     UsageReport,
 )
+from agentledger.agent.model import ToolSpec
 from agentledger.messages import Msg, ToolResultBlock
 from agentledger.store import SessionState
 
@@ -33,6 +42,7 @@ __all__ = [
     "ContextEditFailed",
     "MessageCommitted",
     "OnStateLoaded",
+    "ResponseStarted",
     "RunError",
     "RunFinished",
     "RunInterrupted",
@@ -57,6 +67,8 @@ class RuntimeContext:
     attributes: dict[str, Any] = field(default_factory=dict)
     on_state_loaded: OnStateLoaded | None = None
     state: SessionState | None = None
+    client_tools: tuple[ToolSpec, ...] = ()
+    instructions: str | None = None
 
 
 class RunStarted(msgspec.Struct, frozen=True):
@@ -66,6 +78,13 @@ class RunStarted(msgspec.Struct, frozen=True):
     tenant: str
     run_id: str
     version: int
+
+
+class ResponseStarted(msgspec.Struct, frozen=True):
+    """The model starts answering; the answer is persisted under ``message_id`` (so a client
+    streaming it can use the id it will find in the store)."""
+
+    message_id: str
 
 
 class MessageCommitted(msgspec.Struct, frozen=True):
@@ -82,7 +101,9 @@ class ToolResultEvent(msgspec.Struct, frozen=True):
 
 
 class RunFinished(msgspec.Struct, frozen=True):
-    """The run ended normally. ``reason`` is ``end_turn`` or ``max_iters``."""
+    """The run ended normally. ``reason`` is ``end_turn``, ``max_iters``, ``client_tool`` (the
+    model called client tools: their calls wait for results in the next run's input) or
+    ``no_new_input`` (the ``on_state_loaded`` hook found nothing new: no model call)."""
 
     message: Msg | None
     reason: str
@@ -116,6 +137,7 @@ class RunError(msgspec.Struct, frozen=True):
 
 AgentEvent: TypeAlias = (
     RunStarted
+    | ResponseStarted
     | TextDelta
     | ThinkingDelta
     | ThinkingSignature

@@ -6,6 +6,10 @@ the input and **save**; then loop: stream from the model, check for an interrupt
 answer, run its tool calls and **save** each result as it lands. A final save runs in ``finally``
 on every exit path: success, model error, interrupt, cancellation, max iterations.
 
+The answer is persisted under the id announced by ``ResponseStarted`` before the model streams,
+so a client shown the stream finds the same id in the store. Calls to the run's client tools are
+not run here: the run ends with them waiting for the client (``lifecycle.CLIENT``).
+
 History sent to the model is validated first (``wire.check``), the system prompt is passed
 separately and never stored, and private metadata never reaches the provider.
 """
@@ -24,6 +28,7 @@ from agentledger.agent.context import (
     ContextEditFailed,
     MessageCommitted,
     OnStateLoaded,
+    ResponseStarted,
     RunError,
     RunFinished,
     RunInterrupted,
@@ -39,10 +44,12 @@ from agentledger.agent.interrupts import (
     keep_on_interrupt,
 )
 from agentledger.agent.lifecycle import (
+    CLIENT,
     ISSUED,
     PENDING_VALUE,
     STARTED,
     maybe_ran_result,
+    no_client_result,
     state_of,
     unanswered_calls,
 )
@@ -218,25 +225,31 @@ class ReActAgent:
         ctx = run.ctx
         state = await self.ledger.load(ctx.session_id, tenant=ctx.tenant)
         ctx.state = state
-        run.context = list(state.context)
-        run.committed = {m.id for m in run.context}
-        run.pending = dict(state.values.get(PENDING_VALUE) or {})
-        run.version = state.version
+        had_input = bool(msgs)
         hook = ctx.on_state_loaded or self.on_state_loaded
         if hook is not None and not recover_only:
             outcome = hook(ctx, msgs)
             if inspect.isawaitable(outcome):
                 await outcome
+        run.context = list(state.context)  # after the hook, which may have cut it short
+        run.committed = {m.id for m in run.context}
+        run.pending = dict(state.values.get(PENDING_VALUE) or {})
+        run.version = state.version
         yield RunStarted(ctx.session_id, ctx.tenant, run.run_id, run.version)
         try:
-            async for event in self._resume(run):
+            async for event in self._resume(run, msgs, recover_only):
                 yield event
             if recover_only:
                 return
             if msgs:
                 run.context.extend(msgs)
+                for result in (r for m in msgs for r in m.tool_results):
+                    run.pending.pop(result.id, None)  # a client call answered by the input
                 async for event in self._save(run):
                     yield event
+            elif had_input:
+                yield RunFinished(None, "no_new_input", run.version)
+                return
             elif not run.context or run.context[-1].role == "assistant":
                 raise UserError("nothing to run: no input and no pending tool results")
             async for event in self._loop(run):
@@ -274,6 +287,8 @@ class ReActAgent:
             response = run.builder.response
             assert response is not None
             message = response.message
+            if message.id != run.builder.id:  # the id announced by ResponseStarted
+                message = message.replace(id=run.builder.id)
             for middleware in self.middlewares:
                 message = await middleware.after_reasoning(run.ctx, message)
             self._raise_if_interrupted(run)  # the pre-acting check: nothing persisted yet
@@ -284,24 +299,33 @@ class ReActAgent:
                 return
             run.context.append(message)
             calls = message.tool_calls
+            client = {t.name for t in run.ctx.client_tools} - set(self.tools)
             for call in calls:
-                run.pending[call.id] = {"state": ISSUED, "name": call.name}
+                state = CLIENT if call.name in client else ISSUED
+                run.pending[call.id] = {"state": state, "name": call.name}
             async for event in self._save(run):
                 yield event
             if not calls:
                 yield RunFinished(message, response.stop_reason, run.version)
                 return
-            async for event in self._act(run, list(calls)):
-                yield event
+            ours = [c for c in calls if c.name not in client]
+            if ours:
+                async for event in self._act(run, ours):
+                    yield event
+            if len(ours) < len(calls):
+                yield RunFinished(message, "client_tool", run.version)
+                return
         yield RunFinished(None, "max_iters", run.version)
 
     async def _reason(self, run: _Run) -> AsyncIterator[AgentEvent]:
         assert run.builder is not None
+        yield ResponseStarted(run.builder.id)
+        extra = run.ctx.instructions
+        system = "\n\n".join(p for p in (self.system_prompt, extra) if p) or None
+        server = [t.spec for t in self.tools.values()]
+        client = [t for t in run.ctx.client_tools if t.name not in self.tools]
         stream = self.model.stream(
-            list(run.context),
-            system=self.system_prompt,
-            tools=[t.spec for t in self.tools.values()],
-            settings=self.settings,
+            list(run.context), system=system, tools=[*server, *client], settings=self.settings
         )
         try:
             while True:
@@ -361,15 +385,30 @@ class ReActAgent:
         context = ToolContext(run.ctx.tenant, run.ctx.session_id, call.id, run.ctx.attributes)
         return await tool.run(call, context)
 
-    async def _resume(self, run: _Run) -> AsyncIterator[AgentEvent]:
-        """Answer calls a crash left without results, before anything new is appended."""
+    async def _resume(
+        self, run: _Run, msgs: list[Msg], recover_only: bool
+    ) -> AsyncIterator[AgentEvent]:
+        """Answer calls a crash left without results, before anything new is appended. Calls
+        waiting for the client are left to the input that answers them (see ``lifecycle``)."""
         calls = unanswered_calls(run.context)
         if not calls:
             if run.pending:
                 run.pending.clear()  # stale records (their results are all in the context)
             return
+        answered = {r.id for m in msgs for r in m.tool_results}
         to_run = []
         for call in calls:
+            if state_of(run.pending, call.id) == CLIENT:
+                if recover_only or call.id in answered:
+                    continue
+                if not msgs:
+                    raise UserError(
+                        f"tool call {call.id} ({call.name}) is waiting for its result from the "
+                        "client: send it as a tool message"
+                    )
+                run.context.append(Msg.tool(no_client_result(call)))
+                run.pending.pop(call.id, None)
+                continue
             tool = self.tools.get(call.name)
             never_started = state_of(run.pending, call.id) == ISSUED
             if never_started or (tool is not None and tool.idempotent):

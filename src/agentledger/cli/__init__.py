@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentledger.cli import chat, demo, sessions
+from agentledger.cli import chat, demo, serve, sessions
 
 __all__ = ["app", "main"]
 
@@ -18,6 +18,7 @@ app = typer.Typer(
 sessions.register(app)
 demo.register(app)
 chat.register(app)
+serve.register(app)
 
 
 def main() -> None:

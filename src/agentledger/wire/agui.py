@@ -1,8 +1,15 @@
 """AG-UI 1.0 messages ↔ ``Msg``, as plain dicts in the protocol's camelCase JSON shape.
 
 ``to_agui`` gives what a ``MESSAGES_SNAPSHOT`` carries and what a client sends back in
-``RunAgentInput.messages``; ``from_agui`` reads that input. Neither needs the ``ag_ui`` package;
-``to_agui_models`` validates through it (``pip install "agentledger[server]"``).
+``RunAgentInput.messages``; ``from_agui`` reads that input (validated through ``ag_ui.core``:
+``pip install "agentledger[server]"``). ``to_agui_models`` gives the ``ag_ui.core`` models.
+
+Every message a client can send comes back from ``to_agui(from_agui(...))`` exactly as it was
+sent, ids included: what AG-UI carries beyond a conversation's meaning (a client's reasoning id,
+a tool's exact ``error`` text, ``encryptedValue`` on any message or tool call, a content list of
+one text part, part ids, ``subagentRunId``, unknown fields, metadata ``Msg`` cannot hold) is kept
+as a fix under the private metadata key ``_agui`` (see ``_agui_fixes``). The server compares a
+resent message with the stored one in AG-UI form, so this exactness is what lets it skip them.
 
 AG-UI ids are how the server merges a client's resent thread with the store, so every id is kept,
 and the places where one ``Msg`` becomes several AG-UI messages use derived ids that
@@ -22,9 +29,11 @@ and the places where one ``Msg`` becomes several AG-UI messages use derived ids 
 Media travel as ``image``/``audio``/``video``/``document`` parts with a ``data``, ``url`` or
 provider ``file`` source; a file name as ``metadata.agentledger.filename``. Public metadata is
 carried (bytes in the codec's ``{"$bytes": ...}`` form), private keys never. Assistant and system
-content is a string in AG-UI, so their text blocks are joined and media become a text note.
-``developer`` messages read as ``system`` and are written back as ``developer``; ``activity``
-messages are UI state, not conversation, and are skipped. Usage is not carried.
+content is a string in AG-UI, so their text blocks are joined and an assistant's media become a
+text note (the stored message keeps the media; the server never reads the note back over it).
+``developer`` messages read as ``system`` and are written back as ``developer``. ``activity``
+messages are the client's UI state, not conversation: the reference client never sends them and
+``from_agui`` skips them. Usage and timestamps are not carried.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentledger._optional import require
-from agentledger.errors import UserError
+from agentledger.errors import CodecError, UserError
 from agentledger.messages.blocks import (
     AudioBlock,
     Block,
@@ -49,20 +58,22 @@ from agentledger.messages.blocks import (
     VideoBlock,
 )
 from agentledger.messages.msg import Msg
+from agentledger.wire._agui_fixes import FIX_KEY, apply_fix, make_fix
 from agentledger.wire.private import (
     PROVIDER_FILE_KEY,
     SOURCE_ROLE_KEY,
     block_type,
     dump_arguments,
-    is_private,
     metadata_from_json,
     parse_arguments,
     public_metadata,
     require_fits,
+    strip_private,
 )
 
 __all__ = [
     "from_agui",
+    "normalize_agui",
     "reasoning_message_id",
     "to_agui",
     "to_agui_models",
@@ -99,16 +110,16 @@ def to_agui(msgs: Iterable[Msg]) -> list[dict[str, Any]]:
         for block in msg.content:
             require_fits(msg, block)
         if msg.role == "tool":
-            out.extend(_tool(msg, n, r) for n, r in enumerate(msg.tool_results))
+            out.extend(
+                apply_fix(_tool(msg, n, r), r.metadata) for n, r in enumerate(msg.tool_results)
+            )
         elif msg.role == "assistant":
-            out.extend(_assistant(msg))
+            thinking = [b for b in msg.content if isinstance(b, ThinkingBlock)]
+            out.extend(apply_fix(_reasoning(msg, n, b), b.metadata) for n, b in enumerate(thinking))
+            if _has_body(msg, thinking):
+                out.append(apply_fix(_assistant(msg), msg.metadata))
         else:
-            role = "developer" if msg.metadata.get(SOURCE_ROLE_KEY) == "developer" else msg.role
-            if msg.role == "system":
-                content: Any = _joined_text(msg.content)
-            else:
-                content = _content(msg.content)
-            out.append(_base(msg, role, content=content))
+            out.append(apply_fix(_plain_message(msg), msg.metadata))
     return out
 
 
@@ -125,6 +136,29 @@ def _message_list_adapter() -> Any:
     return TypeAdapter(list[core.Message])
 
 
+@functools.cache
+def _message_adapter() -> Any:
+    core = require("ag_ui.core", "server")
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(core.Message)
+
+
+def _has_body(msg: Msg, thinking: list[ThinkingBlock]) -> bool:
+    """Whether an assistant ``Msg`` writes an ``assistant`` message besides its reasoning."""
+    return (
+        not thinking
+        or len(thinking) != len(msg.content)
+        or (msg.metadata is not None and FIX_KEY in msg.metadata)
+    )
+
+
+def _plain_message(msg: Msg) -> dict[str, Any]:
+    role = "developer" if msg.metadata.get(SOURCE_ROLE_KEY) == "developer" else msg.role
+    content: Any = _joined_text(msg.content) if msg.role == "system" else _content(msg.content)
+    return _base(msg, role, content=content)
+
+
 def _base(msg: Msg, role: str, **fields: Any) -> dict[str, Any]:
     d: dict[str, Any] = {"id": msg.id, "role": role, **fields}
     if msg.name:
@@ -135,33 +169,30 @@ def _base(msg: Msg, role: str, **fields: Any) -> dict[str, Any]:
     return d
 
 
-def _assistant(msg: Msg) -> list[dict[str, Any]]:
-    out = []
-    thinking = [b for b in msg.content if isinstance(b, ThinkingBlock)]
-    for n, block in enumerate(thinking):
-        d: dict[str, Any] = {"id": reasoning_message_id(msg.id, n), "role": "reasoning"}
-        meta = public_metadata(block.metadata) or {}
-        if block.redacted:
-            d.update(content="", encryptedValue=block.thinking)
-            meta[NS] = {"redacted": True}
-        else:
-            d["content"] = block.thinking
-            if block.signature:
-                d["encryptedValue"] = block.signature
-        if meta:
-            d["metadata"] = meta
-        out.append(d)
+def _reasoning(msg: Msg, n: int, block: ThinkingBlock) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": reasoning_message_id(msg.id, n), "role": "reasoning"}
+    meta = public_metadata(block.metadata) or {}
+    if block.redacted:
+        d.update(content="", encryptedValue=block.thinking)
+        meta[NS] = {"redacted": True}
+    else:
+        d["content"] = block.thinking
+        if block.signature:
+            d["encryptedValue"] = block.signature
+    if meta:
+        d["metadata"] = meta
+    return d
+
+
+def _assistant(msg: Msg) -> dict[str, Any]:
     rest = [b for b in msg.content if not isinstance(b, (ThinkingBlock, ToolUseBlock))]
-    calls = msg.tool_calls
-    if thinking and not rest and not calls:
-        return out
     fields: dict[str, Any] = {}
     if rest:
         fields["content"] = _joined_text(rest)
+    calls = msg.tool_calls
     if calls:
         fields["toolCalls"] = [_tool_call(c) for c in calls]
-    out.append(_base(msg, "assistant", **fields))
-    return out
+    return _base(msg, "assistant", **fields)
 
 
 def _tool_call(call: ToolUseBlock) -> dict[str, Any]:
@@ -173,7 +204,7 @@ def _tool_call(call: ToolUseBlock) -> dict[str, Any]:
     meta = public_metadata(call.metadata)
     if meta:
         d["metadata"] = meta
-    return d
+    return apply_fix(d, call.metadata)
 
 
 def _tool(msg: Msg, n: int, result: ToolResultBlock) -> dict[str, Any]:
@@ -234,97 +265,171 @@ def _part(block: TextBlock | MediaBlock) -> dict[str, Any]:
 
 
 # -- AG-UI -> Msg -------------------------------------------------------------------------------
+def normalize_agui(message: Mapping[str, Any] | Any, index: int = 0) -> dict[str, Any]:
+    """One AG-UI message (a dict or an ``ag_ui.core`` model) validated and in its canonical
+    JSON form: camelCase keys, no ``null`` for an absent field, unknown fields kept. Legacy
+    ``binary`` parts are upgraded to 1.0 media parts first, as the reference client does.
+    Raises ``UserError`` naming the message and the field."""
+    if hasattr(message, "model_dump"):
+        return message.model_dump(by_alias=True, mode="json")  # type: ignore[no-any-return]
+    if not isinstance(message, Mapping):
+        raise UserError(f"message {index} is a {type(message).__name__}, not a JSON object")
+    from pydantic import ValidationError
+
+    try:
+        model = _message_adapter().validate_python(_upgrade_legacy(message))
+    except ValidationError as exc:
+        raise UserError(f"message {index} is not a valid AG-UI message: {brief(exc)}") from None
+    return model.model_dump(by_alias=True, mode="json")  # type: ignore[no-any-return]
+
+
+def brief(exc: Any) -> str:
+    """A pydantic ``ValidationError`` in one line: ``where: what`` for each problem."""
+    problems: list[str] = []
+    for error in exc.errors():
+        # union branches ("tagged-union[...]", "str", "list[...]") say nothing to a reader
+        loc = [str(p) for p in error["loc"] if not _is_branch(p)]
+        line = f"{'.'.join(loc) or 'body'}: {error['msg']}"
+        if line not in problems:
+            problems.append(line)
+    shown = problems[:5]
+    more = len(problems) - len(shown)
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _is_branch(part: object) -> bool:
+    return isinstance(part, str) and ("[" in part or part in ("str", "list", "function-after"))
+
+
 def from_agui(messages: Iterable[Mapping[str, Any] | Any]) -> list[Msg]:
-    """Messages for AG-UI message dicts (or ``ag_ui.core`` models), folding the derived ids of
-    ``to_agui`` back into one message each. The input is only read; ``created_at`` is ``None``."""
+    """Messages for AG-UI messages (dicts or ``ag_ui.core`` models), folding the derived ids of
+    ``to_agui`` back into one message each; ``to_agui`` of the result gives the input back
+    exactly (see the module docstring). The input is only read; ``created_at`` is ``None``.
+    Raises ``UserError`` for a message that is not valid AG-UI, naming it."""
     reader = _Reader()
     for index, item in enumerate(messages):
-        d = item.model_dump(by_alias=True, mode="json") if hasattr(item, "model_dump") else item
-        if not isinstance(d, Mapping):
-            raise UserError(f"message {index} is a {type(item).__name__}, not a mapping")
+        d = normalize_agui(item, index)
         try:
             reader.read(d, index)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise UserError(f"message {index} is malformed: {exc!r}") from None
+        except CodecError as exc:
+            raise UserError(f"message {index} cannot be stored: {exc}") from None
     reader.flush()
-    return reader.out
+    return reader.with_fixes()
+
+
+def _upgrade_legacy(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, list) or not any(
+        isinstance(p, Mapping) and p.get("type") == "binary" for p in content
+    ):
+        return message
+    parts = [_upgraded_part(p) if isinstance(p, Mapping) else p for p in content]
+    return {**message, "content": parts}
+
+
+def _upgraded_part(part: Mapping[str, Any]) -> Any:
+    if part.get("type") != "binary":
+        return part
+    mime = part.get("mimeType") or part.get("mime_type") or "application/octet-stream"
+    major = mime.partition("/")[0]
+    kind = major if major in ("image", "audio", "video") else "document"
+    if part.get("data"):
+        source = {"type": "data", "value": part["data"], "mimeType": mime}
+    else:
+        source = {"type": "url", "value": part.get("url") or "", "mimeType": mime}
+    out: dict[str, Any] = {"type": kind, "source": source}
+    if part.get("filename") and kind == "document":
+        out["metadata"] = {NS: {"filename": part["filename"]}}
+    return out
 
 
 class _Reader:
-    """Folds a stream of AG-UI messages into ``Msg``s (reasoning waits for its assistant)."""
+    """Folds a stream of AG-UI messages into ``Msg``s (reasoning waits for its assistant), and
+    remembers which element each message became so that ``with_fixes`` can make it exact."""
 
     def __init__(self) -> None:
         self.out: list[Msg] = []
-        self.pending: list[tuple[str, ThinkingBlock]] = []  # (parent id, thinking)
+        self.pending: list[tuple[str, ThinkingBlock, dict[str, Any]]] = []
         self.names: dict[str, str] = {}  # tool call id -> tool name
+        # (the client's message, index in out, index in that message's content or None)
+        self.sources: list[tuple[dict[str, Any], int, int | None]] = []
+        self.calls: list[tuple[dict[str, Any], int, int]] = []  # tool calls, same idea
 
     def flush(self) -> None:
-        for parent, block in self.pending:
-            last = self.out[-1] if self.out else None
-            if last is not None and last.id == parent and last.role == "assistant":
+        """Reasoning not followed by its assistant message: a thinking-only ``Msg`` per run of
+        consecutive reasoning messages with one parent id."""
+        first = len(self.out)
+        for parent, block, d in self.pending:
+            last = self.out[-1] if len(self.out) > first else None
+            if last is not None and last.id == parent:
+                self.sources.append((d, len(self.out) - 1, len(last.content)))
                 self.out[-1] = last.replace(content=(*last.content, block))
             else:
+                self.sources.append((d, len(self.out), 0))
                 self.out.append(Msg("assistant", block, id=parent, created_at=None))
         self.pending = []
 
-    def read(self, d: Mapping[str, Any], index: int) -> None:
-        role, msg_id = d.get("role"), d.get("id")
-        if not isinstance(msg_id, str) or not msg_id:
-            raise UserError(f"message {index}: AG-UI messages need a non-empty string id")
-        meta, extra = _metadata(d)
+    def read(self, d: dict[str, Any], index: int) -> None:
+        role, msg_id = d["role"], d["id"]
+        if role == "activity":
+            return
+        if not msg_id:
+            raise UserError(f"message {index}: AG-UI messages need a non-empty id")
+        meta, extra = _metadata(d.get("metadata"))
         if role == "reasoning":
             parent, sep, n = msg_id.rpartition(_REASONING)
             if not (sep and n.isdigit()):
                 parent = msg_id
             if self.pending and self.pending[-1][0] != parent:
                 self.flush()
-            self.pending.append((parent, _thinking(d, meta, extra)))
+            self.pending.append((parent, _thinking(d, meta, extra), d))
             return
-        if role == "activity":
-            return
-        own = [b for p, b in self.pending if p == msg_id] if role == "assistant" else []
+        own = [p for p in self.pending if p[0] == msg_id] if role == "assistant" else []
         if len(own) != len(self.pending):
             self.flush()
             own = []
         self.pending = []
-        top = {k: v for k, v in d.items() if is_private(k)}
         if role == "tool":
-            self._tool(d, msg_id, meta, top, index)
+            self._tool(d, msg_id, meta, index)
             return
-        if role not in ("system", "developer", "user", "assistant"):
-            raise UserError(f"message {index}: unsupported AG-UI role {role!r}")
-        content: list[Block] = [*own, *_parse_content(d.get("content"), index)]
-        if role == "assistant":
-            content.extend(self._call(c, index) for c in _get(d, "toolCalls", "tool_calls") or ())
-        metadata = {**(meta or {}), **top}
+        at = len(self.out)
+        for n, (_, _, source) in enumerate(own):
+            self.sources.append((source, at, n))
+        content: list[Block] = [b for _, b, _ in own]
+        content.extend(_parse_content(d.get("content"), index))
+        for call in d.get("toolCalls") or ():
+            self.calls.append((call, at, len(content)))
+            content.append(self._call(call, index))
+        metadata = dict(meta or {})
         if role == "developer":
             role, metadata[SOURCE_ROLE_KEY] = "system", "developer"
+        self.sources.append((d, at, None))
         name = d.get("name") or None
         self.out.append(
             Msg(role, content, id=msg_id, name=name, metadata=metadata, created_at=None)  # type: ignore[arg-type]
         )
 
     def _call(self, call: Mapping[str, Any], index: int) -> ToolUseBlock:
-        function = call.get("function") or {}
-        if not call.get("id") or not isinstance(function, Mapping):
-            raise UserError(f"message {index}: a tool call needs an id and a function")
-        self.names[call["id"]] = function.get("name", "")
-        meta, _ = _metadata(call)
+        function = call["function"]
+        if not call["id"]:
+            raise UserError(f"message {index}: a tool call needs a non-empty id")
+        self.names[call["id"]] = function["name"]
+        meta, _ = _metadata(call.get("metadata"))
         return ToolUseBlock(
             id=call["id"],
-            name=function.get("name", ""),
-            input=parse_arguments(function.get("arguments")),
+            name=function["name"],
+            input=parse_arguments(function["arguments"]),
             metadata=meta,
         )
 
-    def _tool(self, d: Mapping[str, Any], msg_id: str, meta: Any, top: dict, index: int) -> None:
-        call_id = _get(d, "toolCallId", "tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise UserError(f"message {index}: a tool message needs a toolCallId")
+    def _tool(self, d: Mapping[str, Any], msg_id: str, meta: Any, index: int) -> None:
+        call_id = d["toolCallId"]
+        if not call_id:
+            raise UserError(f"message {index}: a tool message needs a non-empty toolCallId")
         output = _parse_content(d.get("content"), index)
         error = d.get("error")
-        if error is not None and not output and error != _ERROR_NOTE:
-            output = [TextBlock(text=error)]  # the only account of what went wrong
+        if error and error != _ERROR_NOTE and error != "\n".join(_texts(output)):
+            output.append(TextBlock(text=error))  # the model must read why the tool failed
         result = ToolResultBlock(
             id=call_id,
             name=self.names.get(call_id, ""),
@@ -341,18 +446,79 @@ class _Reader:
             and n.isdigit()
             and int(n) == len(last.content)
         ):
+            self.sources.append((dict(d), len(self.out) - 1, len(last.content)))
             self.out[-1] = last.replace(content=(*last.content, result))
         else:
-            self.out.append(Msg("tool", result, id=msg_id, metadata=top, created_at=None))
+            self.sources.append((dict(d), len(self.out), 0))
+            self.out.append(Msg("tool", result, id=msg_id, created_at=None))
+
+    def with_fixes(self) -> list[Msg]:
+        """The messages, each element carrying the fix that writes its AG-UI message exactly."""
+        msg_fix: dict[int, dict] = {}
+        block_fix: dict[tuple[int, int], dict] = {}
+        for call, at, pos in self.calls:
+            block = self.out[at].content[pos]
+            fix = make_fix(_tool_call(block), call, force=False)  # type: ignore[arg-type]
+            if fix is not None:
+                block_fix[(at, pos)] = fix
+        out = self._patched(block_fix, {})
+        for sent, at, pos in self.sources:
+            msg = out[at]
+            if pos is None:
+                thinking = [b for b in msg.content if isinstance(b, ThinkingBlock)]
+                written = _assistant(msg) if msg.role == "assistant" else _plain_message(msg)
+                fix = make_fix(written, sent, force=not _has_body(msg, thinking))
+                if fix is not None:
+                    msg_fix[at] = fix
+                continue
+            block = msg.content[pos]
+            if isinstance(block, ThinkingBlock):
+                n = sum(isinstance(b, ThinkingBlock) for b in msg.content[:pos])
+                fix = make_fix(_reasoning(msg, n, block), sent, force=False)
+            else:
+                fix = make_fix(_tool(msg, pos, block), sent, force=False)  # type: ignore[arg-type]
+            if fix is not None:
+                block_fix[(at, pos)] = fix
+        return self._patched(block_fix, msg_fix, out)
+
+    def _patched(
+        self, block_fix: dict[tuple[int, int], dict], msg_fix: dict[int, dict], base=None
+    ) -> list[Msg]:
+        out = list(self.out if base is None else base)
+        touched = {at for at, _ in block_fix} | set(msg_fix)
+        for at in touched:
+            msg = out[at]
+            content = tuple(
+                _with_fix(b, block_fix[(at, pos)]) if (at, pos) in block_fix else b
+                for pos, b in enumerate(msg.content)
+            )
+            metadata = msg.metadata
+            if at in msg_fix:
+                metadata = {**metadata, FIX_KEY: msg_fix[at]}
+            out[at] = msg.replace(content=content, metadata=metadata)
+        return out
 
 
-def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
-    return d[camel] if camel in d else d.get(snake)
+def _with_fix(block: Block, fix: dict) -> Block:
+    if FIX_KEY in block.metadata:
+        return block
+    return block.replace(metadata={**block.metadata, FIX_KEY: fix})  # type: ignore[no-any-return]
 
 
-def _metadata(d: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The metadata of an AG-UI object, and our own extras (``metadata.agentledger``) apart."""
-    meta = metadata_from_json(d.get("metadata"))
+def _texts(blocks: Iterable[Block]) -> list[str]:
+    return [b.text for b in blocks if isinstance(b, TextBlock)]
+
+
+def _metadata(value: Any) -> tuple[Any, dict[str, Any]]:
+    """A client's metadata as block/message metadata, and our own extras
+    (``metadata.agentledger``) apart. What does not fit (not an object, private keys, bytes
+    tags that do not decode) is left out here; the fix brings it back on the way out."""
+    if not isinstance(value, Mapping):
+        return None, {}
+    try:
+        meta = metadata_from_json(strip_private(value))
+    except (CodecError, AttributeError, TypeError, ValueError):  # a malformed "$map"/"$bytes"
+        return None, {}
     if not meta or NS not in meta:
         return meta, {}
     extra = meta[NS]
@@ -361,9 +527,9 @@ def _metadata(d: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 
 def _thinking(d: Mapping[str, Any], meta: Any, extra: dict[str, Any]) -> ThinkingBlock:
-    encrypted = _get(d, "encryptedValue", "encrypted_value")
-    if extra.get("redacted"):
-        return ThinkingBlock(thinking=encrypted or "", redacted=True, metadata=meta)
+    encrypted = d.get("encryptedValue")
+    if extra.get("redacted") is True and encrypted:
+        return ThinkingBlock(thinking=encrypted, redacted=True, metadata=meta)
     return ThinkingBlock(thinking=d.get("content") or "", signature=encrypted, metadata=meta)
 
 
@@ -372,51 +538,28 @@ def _parse_content(content: Any, index: int) -> list[Block]:
         return []
     if isinstance(content, str):
         return [TextBlock(text=content)]
-    if not isinstance(content, (list, tuple)):
-        raise UserError(f"message {index}: content must be a string or a list of parts")
     return [_parse_part(p, index) for p in content]
 
 
-def _parse_part(part: Any, index: int) -> Block:
-    kind = part.get("type") if isinstance(part, Mapping) else None
-    meta, extra = _metadata(part) if isinstance(part, Mapping) else (None, {})
+def _parse_part(part: Mapping[str, Any], index: int) -> Block:
+    kind = part["type"]
+    meta, extra = _metadata(part.get("metadata"))
     if kind == "text":
-        return TextBlock(text=part.get("text", ""), metadata=meta)
-    if kind == "binary":  # the pre-1.0 part, still sent by older clients
-        return _legacy_binary(part, index)
-    cls = _PART_BLOCKS.get(kind)  # type: ignore[arg-type]
-    if cls is None:
-        raise UserError(f"message {index}: unsupported content part {kind!r}")
-    source = part.get("source") or {}
-    stype, value = source.get("type"), source.get("value")
-    media_type = _get(source, "mimeType", "mime_type") or (
+        return TextBlock(text=part["text"], metadata=meta)
+    cls = _PART_BLOCKS[kind]
+    source = part["source"]
+    stype, value = source["type"], source["value"]
+    media_type = source.get("mimeType") or (
         "application/octet-stream" if kind == "document" else f"{kind}/*"
     )
     kw: dict[str, Any] = {"media_type": media_type, "metadata": meta}
-    if cls is FileBlock and extra.get("filename"):
+    if cls is FileBlock and isinstance(extra.get("filename"), str) and extra["filename"]:
         kw["filename"] = extra["filename"]
     if stype == "data":
         return cls(data=_b64(value, index), **kw)
-    if stype == "url":
-        return cls(url=value, **kw)
     if stype == "file":
         kw["metadata"] = {**(meta or {}), PROVIDER_FILE_KEY: source.get("provider") or ""}
-        return cls(url=value, **kw)
-    raise UserError(f"message {index}: unsupported {kind} source {stype!r}")
-
-
-def _legacy_binary(part: Mapping[str, Any], index: int) -> Block:
-    media_type = _get(part, "mimeType", "mime_type") or "application/octet-stream"
-    major = media_type.partition("/")[0]
-    cls = {"image": ImageBlock, "audio": AudioBlock, "video": VideoBlock}.get(major, FileBlock)
-    kw: dict[str, Any] = {"media_type": media_type}
-    if cls is FileBlock and part.get("filename"):
-        kw["filename"] = part["filename"]
-    if part.get("data"):
-        return cls(data=_b64(part["data"], index), **kw)
-    if part.get("url"):
-        return cls(url=part["url"], **kw)
-    raise UserError(f"message {index}: a binary part needs data or url")
+    return cls(url=value, **kw)
 
 
 def _b64(value: Any, index: int) -> bytes:

@@ -1,0 +1,95 @@
+"""``agentledger serve``: the AG-UI server (``agentledger.server``) under uvicorn.
+
+Each setting has an option and an environment variable; the app is built once here first, so a
+bad model spec, store URL, tools module or auth file is reported before any worker starts.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agentledger._optional import require
+from agentledger.cli.chat import HOW_TO_CONFIGURE, resolve_model
+from agentledger.cli.options import StoreOption, TenantOption
+from agentledger.errors import AgentLedgerError
+from agentledger.server.app import DEFAULT_MAX_BODY
+from agentledger.server.config import ENV_VAR, ServeConfig
+
+__all__ = ["register"]
+
+
+def serve(
+    model: Annotated[
+        str | None, typer.Option(help="Model spec, e.g. openai:gpt-4o-mini (or AGENTLEDGER_MODEL).")
+    ] = None,
+    store: StoreOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    tools: Annotated[
+        str | None,
+        typer.Option(help="Server-side tools as module:attribute (a tool or a list of them)."),
+    ] = None,
+    auth_file: Annotated[
+        str | None,
+        typer.Option(
+            envvar="AGENTLEDGER_AUTH_FILE",
+            help='JSON file {"<bearer token>": "<tenant>"}; without it no token is needed.',
+        ),
+    ] = None,
+    tenant: TenantOption = "default",
+    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    max_body: Annotated[
+        int, typer.Option(min=1, help="Largest request body accepted, in bytes (else HTTP 413).")
+    ] = DEFAULT_MAX_BODY,
+    lease_wait: Annotated[
+        float,
+        typer.Option(min=0, help="Seconds a run waits for a busy thread before HTTP 409."),
+    ] = 2.0,
+) -> None:
+    """Serve the agent to AG-UI frontends (POST / streams a run; GET /threads/ID/messages)."""
+    console = Console(stderr=True)
+    spec = resolve_model(model)
+    if spec is None:
+        console.print(HOW_TO_CONFIGURE.replace("agentledger chat", "agentledger serve"))
+        raise typer.Exit(2)
+    if workers > 1 and (store or "").startswith("memory:"):
+        console.print("memory:// cannot be shared by several workers; use sqlite or postgresql")
+        raise typer.Exit(2)
+    config = ServeConfig(
+        model=spec,
+        store=store,
+        tools=tools,
+        auth_file=auth_file,
+        tenant=tenant,
+        system_prompt=system,
+        max_body=max_body,
+        lease_wait=lease_wait,
+    )
+    try:
+        uvicorn = require("uvicorn", "server")
+        app = config.build()
+    except AgentLedgerError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    console.print(f"agentledger AG-UI server on http://{host}:{port}/ (model {spec})")
+    if workers == 1:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+        return
+    os.environ[ENV_VAR] = config.to_env()
+    uvicorn.run(
+        "agentledger.server.config:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

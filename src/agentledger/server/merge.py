@@ -1,0 +1,193 @@
+"""Step 2 of a run: merge the client's messages with the stored thread, by message id.
+
+AG-UI clients resend the whole thread on every run, with the ids the server emitted. Appending
+what arrives would duplicate the history; keeping only the last user message loses tool results
+and system messages (seed 001). The rule here, applied in ``on_state_loaded`` once the stored
+thread is loaded under the run lease:
+
+- **Anchor (fast path).** The last stored message's id found in the input, with everything
+  before it equal to the stored thread: all of that is skipped, the rest is the new input.
+- **Known ids are skipped.** The stored copy is authoritative. A client's copy of an assistant,
+  reasoning or tool message may differ (the part it streamed before an abort, a copy older than
+  the server's own edit); it never replaces the stored one. A tool result whose call already has
+  a stored result is known too, whatever message id the client minted for it.
+- **Unknown messages are the new input**, in order; results for calls waiting for the client go
+  first, right after their call. A client that lags behind (missing the server's last messages)
+  or sends only new messages therefore adds exactly the new ones.
+- **An edit forks the thread.** A user, system or developer message with a known id and
+  different content, which the server never held in that form, is the user editing it: the
+  thread continues from the edited message (the stored messages before it are kept, the client's
+  messages from it onwards follow), and the previous branch stays readable at the version before
+  the run (``GET /threads/{id}/messages?version=``, ``Ledger.messages(..., version=)``).
+- Ids the server removed itself (a rewind, a summary replacing old turns) are recognised in the
+  thread's history and skipped, so a lagging client cannot bring them back. The history is read
+  only when the input holds an unknown message before a known one, or a changed user message.
+- **Nothing new:** the run hydrates the client (snapshots only, no model call).
+
+Comparisons are made in AG-UI form (``to_agui`` of the stored message against the client's
+canonical dict), which ``wire.agui`` makes exact for every message a client can send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger.agent.lifecycle import unanswered_calls
+from agentledger.errors import UserError
+from agentledger.messages import Msg
+from agentledger.wire.agui import from_agui, to_agui
+
+__all__ = ["Merge", "Merger"]
+
+_CLIENT_ROLES = frozenset(("user", "system", "developer"))
+_KNOWN, _NEW, _EDIT, _SKIP = "known", "new", "edit", "skip"
+
+
+@dataclass(slots=True)
+class Merge:
+    """What a run does with the client's messages."""
+
+    keep: int
+    """How many stored messages stay in the live thread (all of them unless it forks)."""
+    input: list[Msg] = field(default_factory=list)
+    """What the run appends, in order."""
+    fork_at: str | None = None
+    """The id of the edited message the thread forks at, if any."""
+    skipped: int = 0
+    """How many client messages were already stored."""
+
+    @property
+    def nothing_new(self) -> bool:
+        return not self.input and self.fork_at is None
+
+
+class Merger:
+    """Classifies the client's messages against the stored thread (see the module docstring).
+
+    ``questions()`` names the ids whose earlier stored forms are needed to decide; the caller
+    reads them from the ledger's history and passes them to ``result``.
+    """
+
+    def __init__(self, stored: Sequence[Msg], incoming: Sequence[dict[str, Any]]) -> None:
+        self.stored = list(stored)
+        self.incoming = list(incoming)
+        self.views: list[tuple[dict[str, Any], int]] = [
+            (d, i) for i, msg in enumerate(self.stored) for d in to_agui([msg])
+        ]
+        self.by_id = {d["id"]: (d, i) for d, i in self.views}
+        self.answered = {
+            r.id: i for i, m in enumerate(self.stored) for r in m.tool_results
+        }  # tool call id -> stored tool message
+        self.kinds: list[tuple[str, int]] = self._classify()
+
+    # -- classification ----------------------------------------------------------------------
+    def _classify(self) -> list[tuple[str, int]]:
+        anchored = self._anchored_prefix()
+        kinds = [(_KNOWN, i) for _, i in self.views[:anchored]]
+        for d in self.incoming[anchored:]:
+            kinds.append(self._kind(d))
+        return kinds
+
+    def _anchored_prefix(self) -> int:
+        """How many input messages the seed's anchor rule skips at once: the input up to the
+        last stored id, when it is exactly the stored thread (the common, full resend)."""
+        n = len(self.views)
+        if not n or len(self.incoming) < n or self.incoming[n - 1]["id"] != self.views[-1][0]["id"]:
+            return 0
+        if all(d == v for d, (v, _) in zip(self.incoming, self.views)):
+            return n
+        return 0
+
+    def _kind(self, d: dict[str, Any]) -> tuple[str, int]:
+        if d["role"] == "activity":
+            return _SKIP, -1
+        known = self.by_id.get(d["id"])
+        if known is not None:
+            view, i = known
+            if d == view:
+                return _KNOWN, i
+            if d["role"] == view["role"] and view["role"] in _CLIENT_ROLES:
+                return _EDIT, i  # until the history says it is only an old copy
+            return _KNOWN, i  # the server's copy is authoritative
+        if d["role"] == "tool" and d.get("toolCallId") in self.answered:
+            return _KNOWN, self.answered[d["toolCallId"]]
+        return _NEW, -1
+
+    def questions(self) -> set[str]:
+        """Ids to look up in the thread's history: changed client messages (an edit, or a copy
+        of a form the server replaced?) and unknown messages before a known one (new, or
+        removed by the server?)."""
+        known = [k for k, (kind, _) in enumerate(self.kinds) if kind == _KNOWN]
+        last_known = known[-1] if known else -1
+        ids = set()
+        for k, (kind, _) in enumerate(self.kinds):
+            if kind == _EDIT or (kind == _NEW and k < last_known):
+                ids.add(self.incoming[k]["id"])
+        return ids
+
+    # -- the result --------------------------------------------------------------------------
+    def result(self, earlier: Mapping[str, Sequence[dict[str, Any]]] | None = None) -> Merge:
+        """The merge, given the earlier stored forms of the ids ``questions()`` named."""
+        earlier = earlier or {}
+        kinds = list(self.kinds)
+        for k, (kind, i) in enumerate(kinds):
+            d = self.incoming[k]
+            if kind in (_EDIT, _NEW) and d in earlier.get(d["id"], ()):
+                kinds[k] = (_KNOWN, i)  # a form the server held once: an old copy
+            elif kind == _NEW and d["id"] in earlier:
+                kinds[k] = (_KNOWN, i)  # a message the server removed itself
+        skipped = sum(kind == _KNOWN for kind, _ in kinds)
+        edits = [(i, k) for k, (kind, i) in enumerate(kinds) if kind == _EDIT]
+        if edits:
+            return self._fork(kinds, min(edits), skipped)
+        new = [self.incoming[k] for k, (kind, _) in enumerate(kinds) if kind == _NEW]
+        msgs = self._convert(new)
+        return Merge(len(self.stored), self._answers_first(msgs), None, skipped)
+
+    def _fork(self, kinds: list[tuple[str, int]], first: tuple[int, int], skipped: int) -> Merge:
+        keep, start = first
+        items: list[Msg | dict[str, Any]] = []
+        taken: set[int] = set()
+        for k, (kind, i) in enumerate(kinds):
+            if kind == _NEW or (k >= start and kind == _EDIT):
+                items.append(self.incoming[k])
+            elif k >= start and kind == _KNOWN and i >= keep and i not in taken:
+                taken.add(i)
+                items.append(self.stored[i])
+        msgs: list[Msg] = []
+        run: list[dict[str, Any]] = []
+        for item in [*items, None]:
+            if isinstance(item, dict):
+                run.append(item)
+                continue
+            msgs.extend(self._convert(run, allow=self.stored[keep:]))
+            run = []
+            if item is not None:
+                msgs.append(item)
+        return Merge(keep, msgs, self.stored[keep].id, skipped)
+
+    def _convert(self, dicts: list[dict[str, Any]], allow: Sequence[Msg] = ()) -> list[Msg]:
+        """New client messages as ``Msg``s, stamped now; a message whose id the stored thread
+        already holds is dropped (the stored copy wins), except the edited ones in ``allow``."""
+        if not dicts:
+            return []
+        allowed = {m.id for m in allow}
+        stored_ids = {m.id for m in self.stored} - allowed
+        out: list[Msg] = []
+        seen: set[str] = set()
+        for msg in from_agui(dicts):
+            if msg.id in stored_ids:
+                continue
+            if msg.id in seen:
+                raise UserError(f"message id {msg.id!r} appears twice among the new messages")
+            seen.add(msg.id)
+            out.append(msg.replace(created_at="now"))
+        return out
+
+    def _answers_first(self, msgs: list[Msg]) -> list[Msg]:
+        """Results for calls waiting in the stored thread go right after their call."""
+        waiting = {c.id for c in unanswered_calls(self.stored)}
+        first = [m for m in msgs if m.role == "tool" and {r.id for r in m.tool_results} <= waiting]
+        return first + [m for m in msgs if not any(m is f for f in first)]

@@ -1,0 +1,110 @@
+"""Step 1 of a run: the request body → a checked ``RunRequest``, or a readable refusal.
+
+The body is read up to a size limit (``BodyTooLarge`` past it, before the rest is read), parsed
+as AG-UI 1.0 ``RunAgentInput`` by the protocol's own models, and checked for what this server
+cannot honour. Nothing is dropped silently: a field the protocol does not define, or ``resume``
+entries for interrupts this server never raised, are refused by name. Messages leave this step
+in their canonical JSON form (camelCase, no ``null`` for an absent field, unknown message fields
+kept), which is the form the merge compares with the store.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger._optional import require
+from agentledger.agent.model import ToolSpec
+from agentledger.errors import UserError
+from agentledger.store.ids import check_id
+from agentledger.wire.agui import brief
+
+__all__ = ["NO_STATE", "BodyTooLarge", "RunRequest", "parse_run_input", "read_body"]
+
+NO_STATE: Any = object()
+"""``RunRequest.state`` when the client sent none (the stored state is kept)."""
+
+
+class BodyTooLarge(UserError):
+    """The request body is over the server's limit (HTTP 413)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One AG-UI run request, checked. ``messages`` are canonical AG-UI message dicts."""
+
+    thread_id: str
+    run_id: str
+    messages: list[dict[str, Any]]
+    tools: tuple[ToolSpec, ...] = ()
+    state: Any = NO_STATE
+    context: list[dict[str, Any]] = field(default_factory=list)
+    forwarded_props: Any = None
+    parent_run_id: str | None = None
+
+    def instructions(self) -> str | None:
+        """The AG-UI ``context`` entries as instructions for the model (never stored)."""
+        if not self.context:
+            return None
+        lines = [f"- {c['description']}: {c['value']}" for c in self.context]
+        return "Context from the application:\n" + "\n".join(lines)
+
+
+async def read_body(chunks: AsyncIterator[bytes], limit: int, declared_length: str | None) -> bytes:
+    """The whole body, refusing it as soon as it is known to exceed ``limit`` bytes."""
+    if declared_length is not None and declared_length.isdigit() and int(declared_length) > limit:
+        raise BodyTooLarge(f"the request body is {declared_length} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"the request body is over the limit of {limit} bytes")
+    return bytes(body)
+
+
+@functools.cache
+def _input_model() -> Any:
+    return require("ag_ui.core", "server").RunAgentInput
+
+
+def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) -> RunRequest:
+    """Parse and check a ``RunAgentInput`` body. Raises ``UserError`` saying what is wrong."""
+    from pydantic import ValidationError
+
+    if not body.strip():
+        raise UserError("the request body is empty: send an AG-UI RunAgentInput as JSON")
+    try:
+        run = _input_model().model_validate_json(body)
+    except ValidationError as exc:
+        raise UserError(f"the body is not a valid AG-UI RunAgentInput: {brief(exc)}") from None
+    if run.model_extra:
+        names = ", ".join(sorted(run.model_extra))
+        raise UserError(f"RunAgentInput has fields this server does not know: {names}")
+    if run.resume:
+        ids = ", ".join(r.interrupt_id for r in run.resume)
+        raise UserError(f"resume answers interrupts this agent never raised: {ids}")
+    check_id(run.thread_id, "threadId")
+    messages = [m.model_dump(by_alias=True, mode="json") for m in run.messages]
+    return RunRequest(
+        thread_id=run.thread_id,
+        run_id=run.run_id,
+        messages=messages,
+        tools=tuple(_tool_spec(t, server_tools) for t in run.tools or ()),
+        state=NO_STATE if run.state is None else run.state,
+        context=[c.model_dump(by_alias=True, mode="json") for c in run.context or ()],
+        forwarded_props=run.forwarded_props,
+        parent_run_id=run.parent_run_id,
+    )
+
+
+def _tool_spec(tool: Any, server_tools: frozenset[str]) -> ToolSpec:
+    if tool.name in server_tools:
+        raise UserError(f"tool {tool.name!r} is a server tool; a client tool needs another name")
+    parameters = tool.parameters
+    if parameters is None:
+        parameters = {"type": "object", "properties": {}}
+    if not isinstance(parameters, Mapping):
+        raise UserError(f"tool {tool.name!r}: parameters must be a JSON schema object")
+    return ToolSpec(name=tool.name, description=tool.description, parameters=dict(parameters))

@@ -1,0 +1,183 @@
+"""The HTTP surface: routes, refusals before streaming (401/409/413/422), tenants, state,
+context and forwardedProps, the event stream's shape, mounting in an existing app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from agentledger.agent.tools import ToolContext, tool
+from agentledger.store.aio import AsyncLedger
+from tests.server.conftest import client_for, make_app, parse_frames, run, snapshot, user
+from tests.server.model_server import ModelServer
+
+TOKENS = {"token-of-acme-1": "acme", "token-of-zeta-1": "zeta"}
+ACME = {"Authorization": "Bearer token-of-acme-1"}
+ZETA = {"Authorization": "Bearer token-of-zeta-1"}
+
+
+def body(**fields: Any) -> dict[str, Any]:
+    return {"threadId": "t", "runId": "r", "messages": [user("u0", "hi")], **fields}
+
+
+async def refused(client: Any, status: int, payload: Any, **kw: Any) -> str:
+    if isinstance(payload, (bytes, str)):
+        response = await client.post("/", content=payload, **kw)
+    else:
+        response = await client.post("/", json=payload, **kw)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    error = response.json()["error"]
+    assert error["code"] and error["message"]
+    return str(error["message"])
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        (b"{not json", "not a valid AG-UI RunAgentInput"),
+        (b"", "empty"),
+        ({"runId": "r", "messages": []}, "threadId: Field required"),
+        (body(messages=[{"id": "u", "role": "user", "content": 7}]), "messages.0.user.content"),
+        (body(messages=[{"id": "u", "role": "robot", "content": "x"}]), "messages.0"),
+        (body(messages=[{"id": "u", "role": "user", "content": "x", "name": 7}]), "name"),
+        (body(colour="blue"), "fields this server does not know: colour"),
+        (body(resume=[{"interruptId": "i1", "status": "resolved"}]), "never raised: i1"),
+        (body(threadId="a\nb"), "threadId"),
+        (body(tools=[{"name": "t", "description": "d", "parameters": True}]), "JSON schema"),
+        (
+            body(messages=[{"id": "t1", "role": "tool", "toolCallId": "nope", "content": "x"}]),
+            "orphan_result",
+        ),
+    ],
+)
+async def test_a_malformed_body_is_refused_with_a_readable_422(
+    client: Any, ledger: AsyncLedger, payload: Any, says: str
+) -> None:
+    assert says in await refused(client, 422, payload)
+    assert await ledger.list_sessions() == []  # nothing was stored
+
+
+async def test_a_body_over_the_limit_is_refused_with_413(
+    model: ModelServer, ledger: AsyncLedger
+) -> None:
+    async with client_for(make_app(model, ledger, max_body=2000)) as client:
+        big = body(messages=[user("u0", "x" * 3000)])
+        assert "limit" in await refused(client, 413, big)
+
+        async def chunks() -> Any:  # no content-length: counted as it arrives
+            for _ in range(10):
+                yield b" " * 500
+
+        response = await client.post("/", content=chunks())
+        assert response.status_code == 413
+        assert (await client.post("/", json=body())).status_code == 200
+
+
+async def test_a_second_concurrent_run_on_a_thread_gets_409(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    first = asyncio.create_task(client.post("/", json=body(messages=[user("u0", "slow 20")])))
+    while not model.requests:
+        await asyncio.sleep(0.01)
+    message = await refused(client, 409, body(messages=[user("u1", "hi")]))
+    assert "busy" in message or "running" in message
+    assert "u1" not in [m.id for m in await ledger.messages("t")]
+    done = await first
+    assert parse_frames(done.text)[-1]["type"] == "RUN_FINISHED"
+    assert (await client.post("/", json=body(messages=[user("u1", "hi")]))).status_code == 200
+
+
+async def test_tokens_map_to_tenants_and_threads_stay_in_theirs(
+    model: ModelServer, ledger: AsyncLedger
+) -> None:
+    async with client_for(make_app(model, ledger, auth=TOKENS)) as client:
+        assert "Bearer" in await refused(client, 401, body())
+        await refused(client, 401, body(), headers={"Authorization": "Bearer wrong-token-9"})
+        await run(client, "t", [user("u0", "acme secret")], headers=ACME)
+        assert (await client.get("/threads/t/messages", headers=ZETA)).status_code == 404
+        assert (await client.get("/threads", headers=ZETA)).json() == {"threads": []}
+        events = await run(client, "t", [user("z0", "zeta here")], headers=ZETA)
+        assert [d["content"] for d in snapshot(events)] == ["zeta here", "echo: zeta here"]
+        acme = (await client.get("/threads/t/messages", headers=ACME)).json()
+        assert [d["content"] for d in acme["messages"]] == ["acme secret", "echo: acme secret"]
+        assert (await client.get("/health")).json() == {"status": "ok"}
+    assert [s.tenant for s in await ledger.list_sessions(tenant="acme")] == ["acme"]
+
+
+async def test_the_thread_endpoints(client: Any, ledger: AsyncLedger) -> None:
+    await run(client, "t", [user("u0", "first")], state={"step": 1})
+    await run(client, "t", [user("u1", "second")], state={"step": 2})
+    latest = (await client.get("/threads/t/messages")).json()
+    assert latest["version"] == await ledger.version("t") and latest["state"] == {"step": 2}
+    assert [d["id"] for d in latest["messages"]] == [m.id for m in await ledger.messages("t")]
+    old = (await client.get("/threads/t/messages?version=2")).json()
+    assert [d["content"] for d in old["messages"]] == ["first"]
+    (info,) = (await client.get("/threads")).json()["threads"]
+    assert info["threadId"] == "t" and info["messages"] == 4
+    assert (await client.get("/threads/nope/messages")).status_code == 404
+    assert (await client.get("/threads/t/messages?version=x")).status_code == 422
+
+
+async def test_state_is_stored_and_sent_back(client: Any, ledger: AsyncLedger) -> None:
+    events = await run(client, "t", [user("u0", "hi")], state={"cart": [1, 2]})
+    assert events[-3] == {"type": "STATE_SNAPSHOT", "snapshot": {"cart": [1, 2]}}
+    assert (await ledger.load("t")).values["agui.state"] == {"cart": [1, 2]}
+
+
+async def test_context_and_forwarded_props_reach_the_run(
+    model: ModelServer, ledger: AsyncLedger
+) -> None:
+    seen: dict[str, Any] = {}
+
+    @tool
+    def inspect_run(value: str, ctx: ToolContext) -> str:
+        """Report what the run was given."""
+        seen.update(ctx.attributes["agui"])
+        return "ok"
+
+    context = [{"description": "current page", "value": "/pricing"}]
+    async with client_for(make_app(model, ledger, tools=[inspect_run])) as client:
+        await run(
+            client,
+            "t",
+            [user("u0", "call inspect_run x")],
+            context=context,
+            forwardedProps={"locale": "fr"},
+        )
+    assert seen["context"] == context and seen["forwardedProps"] == {"locale": "fr"}
+    system = model.requests[0]["messages"][0]
+    assert system["role"] == "system" and "current page: /pricing" in system["content"]
+    assert all("pricing" not in m.text for m in await ledger.messages("t"))
+
+
+async def test_reasoning_streams_under_the_ids_the_snapshot_gives(client: Any) -> None:
+    events = await run(client, "t", [user("u0", "think the answer")])
+    types = [e["type"] for e in events]
+    assert types[1:8] == [
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "STATE_SNAPSHOT",
+    ]
+    ids = [d["id"] for d in snapshot(events)]
+    assert ids[1:] == [events[1]["messageId"], events[4]["messageId"]]
+    assert ids[1] == f"{ids[2]}:reasoning:0"
+
+
+async def test_mounted_in_an_existing_fastapi_app(model: ModelServer, ledger: AsyncLedger) -> None:
+    from fastapi import FastAPI
+
+    host = FastAPI()
+    host.mount("/agent", make_app(model, ledger))
+    async with client_for(host) as client:
+        response = await client.post("/agent/", json=body())
+        assert response.status_code == 200
+        assert json.loads(response.text.split("\n")[0][6:])["type"] == "RUN_STARTED"
+        assert (await client.get("/agent/health")).json() == {"status": "ok"}

@@ -1,0 +1,116 @@
+"""The event stream names what the store holds: for any answer a model streams, a client that
+applies the events ends with exactly the AG-UI messages ``to_agui`` gives for the stored answer
+(ids, text, reasoning, signatures, tool calls), and every START is ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentledger.agent.context import MessageCommitted, ResponseStarted
+from agentledger.agent.events import (
+    RedactedThinking,
+    ResponseBuilder,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingSignature,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from agentledger.server.events import EventStream, error_code
+from agentledger.server.parse import RunRequest
+from agentledger.wire.agui import to_agui
+from tests.server.conftest import check_order
+
+pytest.importorskip("ag_ui.core")
+
+
+def _tool_call(n: int) -> list[Any]:
+    return [
+        ToolCallStart(n, f"call{n}", "f"),
+        ToolCallDelta(n, f"call{n}", '{"a":'),
+        ToolCallDelta(n, f"call{n}", f"{n}}}"),
+        ToolCallEnd(n, f"call{n}"),
+    ]
+
+
+_piece = st.one_of(
+    st.text(min_size=1, max_size=4).map(lambda t: [TextDelta(t)]),
+    st.text(min_size=1, max_size=4).map(lambda t: [ThinkingDelta(t)]),
+    st.text(min_size=1, max_size=3).map(lambda s: [ThinkingSignature(s)]),
+    st.text(min_size=1, max_size=3).map(lambda d: [RedactedThinking(d)]),
+    st.just("call"),
+)
+
+
+def apply(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What a client holds after the events: messages by id (as @ag-ui/client builds them)."""
+    held: dict[str, dict[str, Any]] = {}
+    for e in events:
+        kind = e["type"]
+        if kind == "TEXT_MESSAGE_START":
+            held.setdefault(e["messageId"], {"id": e["messageId"], "role": "assistant"})
+            held[e["messageId"]].setdefault("content", "")
+        elif kind == "TEXT_MESSAGE_CONTENT":
+            held[e["messageId"]]["content"] += e["delta"]
+        elif kind == "REASONING_MESSAGE_START":
+            held[e["messageId"]] = {"id": e["messageId"], "role": "reasoning", "content": ""}
+        elif kind == "REASONING_MESSAGE_CONTENT":
+            held[e["messageId"]]["content"] += e["delta"]
+        elif kind == "REASONING_ENCRYPTED_VALUE":
+            held[e["entityId"]]["encryptedValue"] = e["encryptedValue"]
+        elif kind == "TOOL_CALL_START":
+            parent = held.setdefault(
+                e["parentMessageId"], {"id": e["parentMessageId"], "role": "assistant"}
+            )
+            call = {
+                "id": e["toolCallId"],
+                "type": "function",
+                "function": {"name": e["toolCallName"], "arguments": ""},
+            }
+            parent.setdefault("toolCalls", []).append(call)
+        elif kind == "TOOL_CALL_ARGS":
+            for message in held.values():
+                for call in message.get("toolCalls", ()):
+                    if call["id"] == e["toolCallId"]:
+                        call["function"]["arguments"] += e["delta"]
+    return held
+
+
+@given(st.lists(_piece, min_size=1, max_size=10))
+def test_streamed_ids_and_content_are_the_stored_ones(pieces: list[Any]) -> None:
+    model_events: list[Any] = []
+    calls = 0
+    for piece in pieces:
+        if piece == "call":
+            model_events += _tool_call(calls)
+            calls += 1
+        else:
+            model_events += piece
+    builder = ResponseBuilder()
+    for event in model_events:
+        builder.add(event)
+    answer = builder.build("end_turn").message
+    stream = EventStream(RunRequest(thread_id="t", run_id="r", messages=[]))
+    out = stream.started(None, 0)
+    for event in [ResponseStarted(answer.id), *model_events, MessageCommitted(answer, 1)]:
+        out += stream.translate(event)
+    out.append(stream.finished(1, "end_turn", []))
+    events = [e.model_dump(by_alias=True, mode="json") for e in out]
+    check_order(events)
+    held = apply(events)
+    expected = {d["id"]: d for d in to_agui([answer])}
+    for rid, d in expected.items():
+        if d["role"] == "reasoning" and d.get("metadata"):  # redacted: marked by the snapshot
+            d = {k: v for k, v in d.items() if k != "metadata"}
+        assert held.get(rid, {"id": rid, "role": d["role"], "content": ""}) == d
+    assert set(held) <= set(expected)
+
+
+def test_error_codes_are_snake_case() -> None:
+    assert error_code("ModelError") == "model_error"
+    assert error_code("StoreUnavailableError") == "store_unavailable_error"

@@ -1,0 +1,153 @@
+"""Merging a client's messages with the stored thread (seed 001), through the app: every
+client behaviour of issue 13, asserted on what the model received and what the store holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentledger import ImageBlock, Msg
+from agentledger.server.merge import Merger
+from agentledger.store.aio import AsyncLedger
+from agentledger.wire.agui import from_agui, to_agui
+from tests.server.conftest import run, snapshot, user
+from tests.server.model_server import ModelServer
+
+
+async def stored_ids(ledger: AsyncLedger, thread: str = "t") -> list[str]:
+    return [m.id for m in await ledger.messages(thread)]
+
+
+async def test_three_turns_resending_everything_never_duplicate(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    history: list[dict[str, Any]] = []
+    for n in range(3):
+        history.append(user(f"u{n}", f"turn {n}"))
+        events = await run(client, "t", history)
+        history = snapshot(events)  # what a client holds after the run: the server's copy
+    assert model.user_texts() == [
+        ["turn 0"],
+        ["turn 0", "turn 1"],
+        ["turn 0", "turn 1", "turn 2"],
+    ]  # each user message reaches the model exactly once per request
+    ids = await stored_ids(ledger)
+    assert len(ids) == len(set(ids)) == 6
+    assert [d["id"] for d in history] == ids  # ids on the wire are the stored ids
+
+
+async def test_the_stream_uses_the_ids_it_stores(client: Any, ledger: AsyncLedger) -> None:
+    events = await run(client, "t", [user("u0", "hi")])
+    (start,) = [e for e in events if e["type"] == "TEXT_MESSAGE_START"]
+    assert (await stored_ids(ledger))[-1] == start["messageId"]
+
+
+async def test_a_client_sending_only_new_messages(client: Any, model: ModelServer) -> None:
+    await run(client, "t", [user("u0", "first")])
+    events = await run(client, "t", [user("u1", "second")])
+    assert model.user_texts()[-1] == ["first", "second"]
+    assert [d["id"] for d in snapshot(events)][::2] == ["u0", "u1"]
+
+
+async def test_a_client_lagging_behind_the_store(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    await run(client, "t", [user("u0", "first")])
+    await run(client, "t", [user("u0", "first"), user("u1", "second")])
+    # this client never saw the server's answers, nor u1 (another tab sent it)
+    await run(client, "t", [user("u0", "first"), user("u2", "third")])
+    assert model.user_texts()[-1] == ["first", "second", "third"]
+    ids = await stored_ids(ledger)
+    assert len(ids) == len(set(ids)) == 6
+
+
+async def test_a_fresh_client_on_an_existing_thread_hydrates(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    await run(client, "t", [user("u0", "first")], state={"cart": ["apple"]})
+    version = await ledger.version("t")
+    events = await run(client, "t", [], state={})  # a new tab: nothing in hand
+    assert [e["type"] for e in events] == [
+        "RUN_STARTED",
+        "STATE_SNAPSHOT",
+        "MESSAGES_SNAPSHOT",
+        "RUN_FINISHED",
+    ]
+    assert events[1]["snapshot"] == {"cart": ["apple"]}  # {} from a fresh client changes nothing
+    assert [d["id"] for d in snapshot(events)] == await stored_ids(ledger)
+    assert len(model.requests) == 1 and await ledger.version("t") == version
+
+
+async def test_a_resend_with_nothing_new_hydrates_without_a_model_call(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    history = snapshot(await run(client, "t", [user("u0", "first")]))
+    events = await run(client, "t", history)
+    assert "TEXT_MESSAGE_START" not in [e["type"] for e in events]
+    assert events[-1]["metadata"]["agentledger"]["stopReason"] == "no_new_input"
+    assert len(model.requests) == 1 and len(await stored_ids(ledger)) == 2
+
+
+async def test_an_edited_user_message_forks_the_thread(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    await run(client, "t", [user("u0", "first")])
+    history = snapshot(await run(client, "t", [user("u0", "first"), user("u1", "second")]))
+    before = await ledger.version("t")
+    edited = [*history[:2], user("u1", "second, edited")]  # the UI edits u1 and resends
+    events = await run(client, "t", edited)
+    fork = [e for e in events if e["type"] == "CUSTOM"]
+    assert fork[0]["name"] == "agentledger.fork"
+    assert fork[0]["value"] == {"messageId": "u1", "previousVersion": before}
+    assert model.user_texts()[-1] == ["first", "second, edited"]
+    live = await ledger.messages("t")
+    assert [m.text for m in live][:3] == ["first", "echo: first", "second, edited"]
+    old = await ledger.messages("t", version=before)  # the old branch stays readable
+    assert [m.text for m in old][2:] == ["second", "echo: second"]
+
+
+async def test_server_messages_are_authoritative(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    history = snapshot(await run(client, "t", [user("u0", "first")]))
+    truncated = {**history[1], "content": "echo: fi"}  # what a client kept of an aborted stream
+    await run(client, "t", [history[0], truncated, user("u1", "second")])
+    assert [m.text for m in await ledger.messages("t")][:2] == ["first", "echo: first"]
+    assert len(model.requests) == 2
+
+
+async def test_the_stored_copy_keeps_media_the_client_only_sees_as_a_note(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    picture = Msg.assistant([ImageBlock(media_type="image/png", data=b"\x89PNG")], id="pic")
+    await ledger.save("t", [Msg.user("draw", id="u0"), picture])
+    events = await run(client, "t", [])
+    note = snapshot(events)[1]
+    assert "omitted" in note["content"]
+    await run(client, "t", [*snapshot(events), user("u1", "thanks")])
+    stored = await ledger.messages("t")
+    assert stored[1] == picture  # the note never replaced the image
+
+
+async def test_a_message_the_server_removed_does_not_come_back(
+    client: Any, model: ModelServer, ledger: AsyncLedger
+) -> None:
+    history = snapshot(await run(client, "t", [user("u0", "first")]))
+    history = snapshot(await run(client, "t", [*history, user("u1", "second")]))
+    summary = Msg.system("Summary: the user said first and second.", id="sum")
+    await ledger.save("t", [summary, *(await ledger.messages("t"))[2:]])  # compaction
+    await run(client, "t", [*history, user("u2", "third")])  # the client still has u0
+    texts = [m.text for m in await ledger.messages("t")]
+    assert texts[0].startswith("Summary") and "first" not in texts
+    assert model.user_texts()[-1] == ["second", "third"]
+
+
+def test_the_anchor_path_and_the_general_path_agree() -> None:
+    stored = from_agui([user("u0", "a"), {"id": "a0", "role": "assistant", "content": "b"}])
+    views = to_agui(stored)
+    for incoming in (
+        [*views, user("u1", "c")],  # full resend: anchor
+        [views[0], user("u1", "c")],  # lagging: general
+        [user("u1", "c")],  # only new
+    ):
+        merge = Merger(stored, incoming).result()
+        assert [m.id for m in merge.input] == ["u1"] and merge.keep == 2
