@@ -366,6 +366,9 @@ def _optional(**fields: st.SearchStrategy) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({}, optional=fields)
 
 
+# agentledger refuses control characters in a media URL or file handle (they are never part of
+# one, and NUL once marked internal references): such a message is refused, tested below.
+_locator = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=6)
 _source = st.one_of(
     st.fixed_dictionaries(
         {
@@ -375,11 +378,11 @@ _source = st.one_of(
         }
     ),
     st.fixed_dictionaries(
-        {"type": st.just("url"), "value": st.text(max_size=6)},
+        {"type": st.just("url"), "value": _locator},
         optional={"mimeType": st.text(max_size=5)},
     ),
     st.fixed_dictionaries(
-        {"type": st.just("file"), "value": st.text(max_size=6)},
+        {"type": st.just("file"), "value": _locator},
         optional={"mimeType": st.text(max_size=5), "provider": st.text(max_size=5)},
     ),
 )
@@ -449,3 +452,10 @@ def test_every_client_message_round_trips_exactly(sent: list[dict[str, Any]]) ->
     assert to_agui(msgs) == sent
     again = from_agui(to_agui(msgs))
     assert again == msgs and [m.digest for m in again] == [m.digest for m in msgs]
+
+
+@pytest.mark.parametrize("kind", ["url", "file"])
+def test_a_media_locator_with_control_characters_is_refused(kind: str) -> None:
+    part = {"type": "image", "source": {"type": kind, "value": "\x00blob:" + "ab" * 16}}
+    with pytest.raises(UserError, match="control character"):
+        from_agui([{"id": "u", "role": "user", "content": [part]}])
