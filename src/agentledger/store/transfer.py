@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
-from agentledger.errors import CodecError, UserError
+from agentledger.errors import CodecError
 from agentledger.messages import Msg, decode, decode_value, encode, encode_value
 
 if TYPE_CHECKING:
@@ -37,24 +37,14 @@ def as_messages(items: Sequence[Msg | Mapping[str, Any]]) -> list[Msg]:
     """Messages for a live list of ``Msg`` and/or OpenAI chat dicts, without mutating them.
 
     Dicts get deterministic ids from their position and content (``wire.openai.derived_id``),
-    so the same list converts to equal messages every time and only real changes get written.
+    so the same list converts to equal messages every time and only real changes get written;
+    a list that mixes dicts and ``Msg`` converts its dicts exactly as an all-dict list would.
     """
     if all(isinstance(m, Msg) for m in items):
         return list(items)  # type: ignore[arg-type]
-    from agentledger.wire.openai import derived_id, from_openai
+    from agentledger.wire.openai import from_live_list
 
-    if all(isinstance(m, Mapping) for m in items):
-        return from_openai(items, ids="derived")  # type: ignore[arg-type]
-    out: list[Msg] = []
-    for index, item in enumerate(items):
-        if isinstance(item, Msg):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            msg = from_openai([item])[0]
-            out.append(msg if item.get("id") else msg.replace(id=derived_id(index, item)))
-        else:
-            raise UserError(f"item {index} is a {type(item).__name__}, not a Msg or a dict")
-    return out
+    return from_live_list(items)
 
 
 class _Line(msgspec.Struct, omit_defaults=True):

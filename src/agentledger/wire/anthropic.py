@@ -21,6 +21,11 @@ a signature (another provider's reasoning) is not sent: the API accepts only thi
 Images and documents go as base64, URL or Files-API sources; audio and video, which the API does
 not take, become a short text note. Tool-result names come back from the matching call. Empty text
 blocks and messages left empty are not sent (the API rejects them). Metadata is never sent.
+
+Nothing read is dropped: a key with no field here (``cache_control``, ``citations``, a document's
+``context``, an unknown key of a turn or a source) is kept verbatim in the private metadata key
+``_anthropic`` of the block or message it came with (never sent, being private); a block type
+that has no counterpart here is refused by name.
 """
 
 from __future__ import annotations
@@ -45,17 +50,32 @@ from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
 from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
+    ANTHROPIC_EXTRA_KEY,
     PROVIDER_FILE_KEY,
     block_type,
     content_id,
     input_object,
     is_private,
+    keep_unknown,
     require_fits,
 )
 
 __all__ = ["from_anthropic", "to_anthropic"]
 
 System = str | list[dict[str, Any]] | None
+
+# The keys of each content block that have a field here; any other is kept (``keep_unknown``).
+_BLOCK_KEYS = {
+    "text": frozenset(("type", "text")),
+    "thinking": frozenset(("type", "thinking", "signature")),
+    "redacted_thinking": frozenset(("type", "data")),
+    "tool_use": frozenset(("type", "id", "name", "input")),
+    "tool_result": frozenset(("type", "tool_use_id", "content", "is_error")),
+    "image": frozenset(("type", "source")),
+    "document": frozenset(("type", "source", "title")),
+}
+_SOURCE_KEYS = frozenset(("type", "media_type", "data", "url", "file_id"))
+_TURN_KEYS = frozenset(("role", "content", "id"))
 
 
 # -- Msg -> Anthropic ---------------------------------------------------------------------------
@@ -187,7 +207,8 @@ def from_anthropic(
     for index, d in enumerate(messages):
         if not isinstance(d, Mapping) or d.get("role") not in ("user", "assistant"):
             raise UserError(f"message {index} is not a user or assistant turn")
-        metadata = {k: v for k, v in d.items() if is_private(k)}
+        metadata = keep_unknown(d, _TURN_KEYS, ANTHROPIC_EXTRA_KEY)
+        metadata.update((k, v) for k, v in d.items() if is_private(k))
         content = d.get("content")
         raw = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         try:
@@ -224,6 +245,17 @@ def _text_of(block: Any) -> str:
 
 def _parse(b: Any, index: int, names: dict[str, str]) -> Block:
     kind = b.get("type") if isinstance(b, Mapping) else None
+    block = _parse_known(kind, b, index, names)
+    extra = keep_unknown(b, _BLOCK_KEYS[kind], ANTHROPIC_EXTRA_KEY)
+    source = b.get("source")
+    if isinstance(source, Mapping):
+        unknown = keep_unknown(source, _SOURCE_KEYS, "source")
+        if unknown:
+            extra[ANTHROPIC_EXTRA_KEY] = {**extra.get(ANTHROPIC_EXTRA_KEY, {}), **unknown}
+    return block.replace(metadata={**block.metadata, **extra}) if extra else block
+
+
+def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
     if kind == "text":
         return TextBlock(text=b.get("text", ""))
     if kind == "thinking":

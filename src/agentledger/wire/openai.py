@@ -26,6 +26,11 @@ Mapping, and where the format cannot carry something:
 - ``developer`` messages read as ``system`` and are written back as ``developer``. Top-level keys
   starting with ``_`` go into ``Msg.metadata`` (private) and are never written back; metadata is
   never written at all.
+- Nothing read is dropped: a key that has no field here (``audio``, ``function_call``,
+  ``annotations`` on a message, ``cache_control`` on a part, an unknown key inside
+  ``image_url`` ...) is kept verbatim in the private metadata key ``_openai`` of the message,
+  block or tool call it came with (``{"image_url": {...}}`` for a nested one). Being private, it
+  never reaches a provider; a value JSON cannot hold is refused, naming its path.
 """
 
 from __future__ import annotations
@@ -53,22 +58,40 @@ from agentledger.messages.blocks import (
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
 from agentledger.wire.private import (
+    OPENAI_EXTRA_KEY,
     PROVIDER_FILE_KEY,
     SOURCE_ROLE_KEY,
     block_type,
     content_id,
     dump_arguments,
     is_private,
+    keep_unknown,
     parse_arguments,
     require_fits,
 )
 
-__all__ = ["IdMode", "derived_id", "from_openai", "to_openai"]
+__all__ = ["IdMode", "derived_id", "from_live_list", "from_openai", "to_openai"]
 
 IdMode = Literal["given", "derived"]
 _REFUSAL = "refusal"
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+# The keys of each chat message that have a field here; any other is kept (see ``keep_unknown``).
+_COMMON = frozenset(("role", "content", "name", "id"))
+_KNOWN_KEYS = {
+    "system": _COMMON,
+    "user": _COMMON,
+    "assistant": _COMMON | {_REFUSAL, "tool_calls", "reasoning_content"},
+    "tool": _COMMON | {"tool_call_id"},
+}
+_PART_KEYS = {
+    "text": ("text", None),
+    _REFUSAL: (_REFUSAL, None),
+    "image_url": ("image_url", frozenset(("url", "detail"))),
+    "input_audio": ("input_audio", frozenset(("data", "format"))),
+    "file": ("file", frozenset(("file_data", "file_id", "filename"))),
+    "video_url": ("video_url", frozenset(("url",))),
+}
 
 
 # -- Msg -> OpenAI ------------------------------------------------------------------------------
@@ -221,11 +244,30 @@ def from_openai(dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given") ->
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
+    return _convert(dicts, ids, msgs_allowed=False)
+
+
+def from_live_list(items: Iterable[Msg | Mapping[str, Any]]) -> list[Msg]:
+    """A caller's live list of ``Msg`` and chat dicts, converted as one list (for ``sync``).
+
+    Dicts convert exactly as ``from_openai(ids="derived")`` converts them in an all-dict list:
+    a tool result's name comes from the matching call whether that call is a dict or a ``Msg``,
+    so a list converts to the same messages however it mixes the two.
+    """
+    return _convert(items, "derived", msgs_allowed=True)
+
+
+def _convert(items: Iterable[Any], ids: IdMode, *, msgs_allowed: bool) -> list[Msg]:
     names: dict[str, str] = {}  # tool call id -> tool name, to name the results
     out = []
-    for index, d in enumerate(dicts):
+    for index, d in enumerate(items):
+        if msgs_allowed and isinstance(d, Msg):
+            names.update((call.id, call.name) for call in d.tool_calls)
+            out.append(d)
+            continue
         if not isinstance(d, Mapping):
-            raise UserError(f"message {index} is a {type(d).__name__}, not a mapping")
+            allowed = "a Msg or a mapping" if msgs_allowed else "a mapping"
+            raise UserError(f"message {index} is a {type(d).__name__}, not {allowed}")
         try:
             out.append(_from_dict(d, index, ids, names))
         except (KeyError, TypeError, AttributeError) as exc:
@@ -251,27 +293,32 @@ def _from_dict(d: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, s
     if role == "developer":
         role = "system"
         metadata[SOURCE_ROLE_KEY] = "developer"
+    if role not in _KNOWN_KEYS:
+        raise UserError(f"message {index}: unsupported role {role!r}")
+    known = _KNOWN_KEYS[role]
     if role in ("system", "user"):
         content.extend(_blocks(d.get("content"), index))
     elif role == "assistant":
-        reasoning = d.get("reasoning_content") or d.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = d.get("reasoning_content")
+        if not reasoning:  # servers that call it "reasoning" (only one of the two is read)
+            reasoning, known = d.get("reasoning"), known | {"reasoning"}
+        if reasoning:
             content.append(ThinkingBlock(thinking=reasoning))
         content.extend(_blocks(d.get("content"), index))
         if d.get(_REFUSAL):
             content.append(TextBlock(text=d[_REFUSAL], metadata={_REFUSAL: True}))
         for call in d.get("tool_calls") or ():
             content.append(_tool_use(call, index, names))
-    elif role == "tool":
+    else:
         call_id = d.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             raise UserError(f"message {index}: a tool message needs a tool_call_id")
         output = _blocks(d.get("content"), index)
         name = d.get("name") or names.get(call_id, "")
         content.append(ToolResultBlock(id=call_id, name=name, output=output))  # type: ignore[arg-type]
+        keep_unknown(d, known, OPENAI_EXTRA_KEY, metadata)
         return Msg("tool", content, id=msg_id, metadata=metadata, created_at=None)
-    else:
-        raise UserError(f"message {index}: unsupported role {role!r}")
+    keep_unknown(d, known, OPENAI_EXTRA_KEY, metadata)
     name = d.get("name") or None
     return Msg(role, content, id=msg_id, name=name, metadata=metadata, created_at=None)  # type: ignore[arg-type]
 
@@ -283,7 +330,21 @@ def _tool_use(call: Any, index: int, names: dict[str, str]) -> ToolUseBlock:
         raise UserError(f"message {index}: a tool call needs an id and a function")
     name = function.get("name") or ""
     names[call_id] = name
-    return ToolUseBlock(id=call_id, name=name, input=parse_arguments(function.get("arguments")))
+    # "type" is always "function" for the calls read here; any other value is kept
+    known = frozenset(("id", "function", "type")) if call.get("type") == "function" else None
+    metadata = keep_unknown(call, known or frozenset(("id", "function")), OPENAI_EXTRA_KEY)
+    _keep_nested(function, "function", frozenset(("name", "arguments")), metadata)
+    arguments = parse_arguments(function.get("arguments"))
+    return ToolUseBlock(id=call_id, name=name, input=arguments, metadata=metadata)
+
+
+def _keep_nested(
+    obj: Mapping[str, Any], field: str, known: frozenset[str], metadata: dict[str, Any]
+) -> None:
+    """Keep the unknown keys of a nested object ``field`` as ``{field: {...}}`` in the extras."""
+    unknown = keep_unknown(obj, known, field)
+    if unknown:
+        metadata[OPENAI_EXTRA_KEY] = {**metadata.get(OPENAI_EXTRA_KEY, {}), **unknown}
 
 
 def _blocks(content: Any, index: int) -> list[Block]:
@@ -298,6 +359,20 @@ def _blocks(content: Any, index: int) -> list[Block]:
 
 def _part(part: Any, index: int) -> Block:
     kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind not in _PART_KEYS:
+        raise UserError(f"message {index}: unsupported content part {kind!r}")
+    field, nested = _PART_KEYS[kind]
+    extra = keep_unknown(part, frozenset(("type", field)), OPENAI_EXTRA_KEY)
+    inner = part.get(field)
+    if nested is not None and isinstance(inner, Mapping):
+        _keep_nested(inner, field, nested, extra)
+    block = _part_block(kind, part, index)
+    if extra:
+        block = block.replace(metadata={**block.metadata, **extra})
+    return block
+
+
+def _part_block(kind: str, part: Mapping[str, Any], index: int) -> Block:
     if kind == "text":
         return TextBlock(text=part.get("text", ""))
     if kind == _REFUSAL:
@@ -318,9 +393,8 @@ def _part(part: Any, index: int) -> Block:
         return AudioBlock(media_type=media_type, data=_b64decode(audio["data"]))
     if kind == "file":
         return _file(part["file"], index)
-    if kind == "video_url":  # not OpenAI's, but some compatible servers take it
-        return VideoBlock(media_type="video/*", url=part["video_url"]["url"])
-    raise UserError(f"message {index}: unsupported content part {kind!r}")
+    # video_url: not OpenAI's, but some compatible servers take it
+    return VideoBlock(media_type="video/*", url=part["video_url"]["url"])
 
 
 def _file(file: Mapping[str, Any], index: int) -> FileBlock:

@@ -39,6 +39,8 @@ from agentledger.messages.msg import Msg
 from agentledger.messages.values import FrozenMap, freeze, json_dec_hook, json_enc_hook
 
 __all__ = [
+    "ANTHROPIC_EXTRA_KEY",
+    "OPENAI_EXTRA_KEY",
     "PROVIDER_FILE_KEY",
     "RAW_ARGUMENTS_KEY",
     "SOURCE_ROLE_KEY",
@@ -48,6 +50,7 @@ __all__ = [
     "dump_arguments",
     "input_object",
     "is_private",
+    "keep_unknown",
     "metadata_from_json",
     "parse_arguments",
     "public_metadata",
@@ -65,6 +68,13 @@ PROVIDER_FILE_KEY = "_provider_file"
 """Media-block metadata key: the block's ``url`` is a file handle issued by this provider (an
 OpenAI ``file_id``), not a URL anyone can fetch."""
 
+OPENAI_EXTRA_KEY = "_openai"
+"""Metadata key (of a ``Msg`` or a block) holding the keys of an OpenAI chat object that have no
+field of their own here (``audio``, ``function_call``, ``annotations`` ...), verbatim."""
+
+ANTHROPIC_EXTRA_KEY = "_anthropic"
+"""The same for Anthropic Messages objects (``cache_control``, ``citations`` ...)."""
+
 _json_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
 _canonical = msgspec.json.Encoder(enc_hook=json_enc_hook, order="sorted")
 
@@ -72,6 +82,22 @@ _canonical = msgspec.json.Encoder(enc_hook=json_enc_hook, order="sorted")
 def is_private(key: str) -> bool:
     """Whether a metadata key is private (starts with ``_``)."""
     return key.startswith("_")
+
+
+def keep_unknown(
+    obj: Mapping[str, Any], known: frozenset[str], key: str, metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``metadata`` (a new dict if None) with the keys of ``obj`` outside ``known`` under
+    ``key``, so a converter keeps what it does not map instead of dropping it.
+
+    Private keys are left out (converters put them in metadata themselves). The values are
+    frozen with the message, so one that JSON cannot hold is refused there, by path.
+    """
+    out = {} if metadata is None else metadata
+    unknown = {k: v for k, v in obj.items() if k not in known and not is_private(k)}
+    if unknown:
+        out[key] = unknown
+    return out
 
 
 def strip_private(value: Any) -> Any:
