@@ -47,7 +47,7 @@ def as_messages(items: Sequence[Msg | Mapping[str, Any]]) -> list[Msg]:
     return from_live_list(items)
 
 
-class _Line(msgspec.Struct, omit_defaults=True):
+class _Line(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """One export line; ``message`` and ``value`` stay raw so they are decoded by the codec."""
 
     kind: str
@@ -135,6 +135,8 @@ def read_export(
             try:
                 line = _line_decoder.decode(raw)
                 if line.kind == "header":
+                    if header is not None:
+                        raise CodecError("a second header line")
                     if line.format != EXPORT_FORMAT:
                         raise CodecError(f"unsupported export format {line.format!r}")
                     header = {
@@ -149,7 +151,12 @@ def read_export(
                     values[line.name] = decode_value(bytes(line.value))
                 else:
                     raise CodecError(f"unknown record kind {line.kind!r}")
-            except (msgspec.DecodeError, msgspec.ValidationError, CodecError) as exc:
+            except (
+                msgspec.DecodeError,
+                msgspec.ValidationError,
+                CodecError,
+                RecursionError,
+            ) as exc:
                 raise CodecError(f"export line {number}: {exc}") from None
     finally:
         if fh is not source:
