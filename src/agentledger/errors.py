@@ -12,7 +12,7 @@
     │   ├── SessionNotFoundError   no such session
     │   ├── VersionNotFoundError   the version never existed or its history was purged
     │   ├── SessionBusyError       another run holds the session's run lease
-    │   └── StoreUnavailableError  the database could not be reached or dropped the connection
+    │   └── StoreUnavailableError  unreachable, connection dropped, disk full or I/O error
     └── ModelError                 a model provider failed or answered with something unusable
 
 Misuse errors also subclass ``ValueError`` so that generic handlers keep working.
@@ -106,9 +106,11 @@ class SessionBusyError(StoreError):
 
 
 class StoreUnavailableError(StoreError):
-    """The store's server could not be reached, or the connection broke mid-operation.
+    """The store could not do the work: its server could not be reached or the connection broke
+    mid-operation, or its disk was full or failed (an I/O error, a file-size limit).
 
-    A write that failed this way was rolled back; retrying later is safe.
+    A write that failed this way was not applied (rolled back, or undone with its temporary
+    files); what was committed before is intact, and retrying later is safe.
     """
 
 

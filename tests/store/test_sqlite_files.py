@@ -1,6 +1,6 @@
 """SQLite and the file behind the connections: a failed open holds nothing, a file replaced or
 deleted while open is never written through stale connections, and a full disk or a file-size
-limit fails a save with a ``StoreError`` that leaves the previous version loadable.
+limit fails a save with a ``StoreUnavailableError`` that leaves the previous version loadable.
 
 "Another process sees" is checked in a fresh interpreter: only there is no connection of this
 process's registry involved.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from agentledger.errors import CorruptStoreError, StoreError, StoreUnavailableError
+from agentledger.errors import CorruptStoreError, StoreUnavailableError
 from agentledger.messages import Msg
 from agentledger.store import Ledger, sqlite_db
 
@@ -233,7 +233,7 @@ def test_a_file_size_limit_fails_the_save_and_keeps_the_previous_version(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout)
-    assert out["failed"] is not None and out["failed"].startswith("StoreError:"), out
+    assert out["failed"] is not None and out["failed"].startswith("StoreUnavailableError:"), out
     assert "nothing was written" in out["failed"]
     assert out["after failure"] == [1, ["small"]]
     assert out["next save"] == 2
@@ -279,7 +279,7 @@ def test_a_full_disk_fails_the_save_and_keeps_the_previous_version(small_disk: P
     with Ledger(f"sqlite:///{path}") as ledger:
         ledger.save("s", small)
         filler = _fill(small_disk)
-        with pytest.raises(StoreError, match=r"disk is full|I/O error") as info:
+        with pytest.raises(StoreUnavailableError, match=r"disk is full|I/O error") as info:
             ledger.save("s", big)
         assert "nothing was written" in str(info.value)
         assert ledger.version("s") == 1 and ledger.messages("s") == small

@@ -101,9 +101,11 @@ def store_error(exc: BaseException, location: str) -> StoreError:
     if damaged or (primary is None and isinstance(exc, sqlite3.IntegrityError)):
         return CorruptStoreError(f"{location}: {text}", location=location)
     if primary == sqlite3.SQLITE_FULL:
-        return StoreError(f"{location}: the disk is full; {_NOT_APPLIED} ({text})")
+        return StoreUnavailableError(f"{location}: the disk is full; {_NOT_APPLIED} ({text})")
     if primary == sqlite3.SQLITE_IOERR:
-        return StoreError(f"{location}: I/O error (or a file-size limit); {_NOT_APPLIED} ({text})")
+        return StoreUnavailableError(
+            f"{location}: I/O error (or a file-size limit); {_NOT_APPLIED} ({text})"
+        )
     if primary == sqlite3.SQLITE_CANTOPEN:
         return StoreUnavailableError(f"{location}: cannot open the database file ({text})")
     return StoreError(f"{location}: {text}")
