@@ -72,3 +72,13 @@ def test_no_model_configured_says_how(monkeypatch) -> None:
     result = CliRunner().invoke(app, ["chat", "--store", "memory://"])
     assert result.exit_code == 2
     assert "OPENAI_API_KEY" in result.output and "scripted:" in result.output
+
+
+async def test_chat_writes_under_the_chosen_tenant(tmp_path: Path) -> None:
+    console = Console(record=True, width=120, force_terminal=False)
+    ledger = AsyncLedger(f"sqlite:///{tmp_path / 'chat.db'}", tenant="acme")
+    agent = ReActAgent(ScriptedModel([Msg.assistant("Hello!")]), store=ledger)
+    await _chat_loop(ChatSession(agent, "c", console), iter(["hi", "/history", "/quit"]))
+    assert [m.text for m in await ledger.messages("c", tenant="acme")] == ["hi", "Hello!"]
+    assert not await ledger.exists("c", tenant="default")
+    assert "Hello!" in console.export_text()
