@@ -99,7 +99,21 @@ def _write(out: Path, meta: dict, results: dict, micro: dict | None, python: str
     png = out.with_name(out.stem + "-save-time.png")
     meta["plot_note"] = report.plot(results, png, python)
     meta["plot"] = png.name if not meta["plot_note"] else None
-    out.write_text(report.render(meta, results, micro))
+    out.write_text(report.render(meta, results, micro) + _kept_sections(out))
+
+
+#: Sections of the report written by other scripts (the server load test, the context edits)
+#: start at this heading level after the generated part; a rewrite keeps them as they are.
+_KEPT_HEADINGS = ("## AG-UI server", "## Context management")
+
+
+def _kept_sections(out: Path) -> str:
+    """The hand-measured sections of the current report, to append after a rewrite."""
+    if not out.exists():
+        return ""
+    text = out.read_text()
+    starts = [text.find("\n" + h) for h in _KEPT_HEADINGS if "\n" + h in text]
+    return "\n" + text[min(starts) + 1 :] if starts else ""
 
 
 def _report_only(out: Path) -> int:

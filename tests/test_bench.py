@@ -108,3 +108,12 @@ def test_the_workload_cache_keeps_one_workload(tmp_path: Path) -> None:
     assert not any(path.exists() for path in stale) and keep.exists()
     assert workload.ensure(str(out), 1, seed=0) == (msgs, dicts)  # a prefix: the cache serves it
     assert len(workload.load_dicts(dicts, 2)) == 2 * workload.TURN
+
+
+def test_a_rewritten_report_keeps_the_sections_other_scripts_wrote(tmp_path: Path) -> None:
+    from bench.__main__ import _kept_sections
+
+    out = tmp_path / "benchmarks.md"
+    assert _kept_sections(out) == ""
+    out.write_text("# Benchmarks\n\n## Peers\n\nold\n\n## AG-UI server (issue 13)\n\nkept\n")
+    assert _kept_sections(out) == "\n## AG-UI server (issue 13)\n\nkept\n"
