@@ -3,6 +3,8 @@
 - ``to_openai`` / ``from_openai``: OpenAI chat-completions message dicts.
 - ``to_anthropic`` / ``from_anthropic``: the Anthropic Messages API ``system`` + ``messages``.
 - ``to_agui`` / ``from_agui``: AG-UI 1.0 messages (camelCase dicts).
+- ``to_responses`` / ``from_responses``: OpenAI Responses-API input and output items (what the
+  OpenAI Agents SDK stores), every key kept.
 - ``validate`` / ``check`` / ``repair``: find, refuse or explicitly fix histories that strict
   providers reject (unanswered tool calls, orphan or duplicate results, empty messages).
 
@@ -19,6 +21,7 @@ from agentledger.wire.agui import (
 from agentledger.wire.anthropic import from_anthropic, to_anthropic
 from agentledger.wire.openai import derived_id, from_openai, to_openai
 from agentledger.wire.private import is_private, public_metadata, strip_private
+from agentledger.wire.responses import from_responses, to_responses
 from agentledger.wire.validate import (
     NOT_EXECUTED,
     Finding,
@@ -45,6 +48,7 @@ __all__ = [
     "from_agui",
     "from_anthropic",
     "from_openai",
+    "from_responses",
     "is_private",
     "public_metadata",
     "reasoning_message_id",
@@ -54,6 +58,7 @@ __all__ = [
     "to_agui_models",
     "to_anthropic",
     "to_openai",
+    "to_responses",
     "tool_message_id",
     "validate",
 ]
