@@ -264,3 +264,24 @@ def test_missing_sdk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "agents.memory.session_settings", None)
     with pytest.raises(MissingDependencyError, match=r"agentledger\[openai-agents\]"):
         LedgerSession("s", "memory://")
+
+
+async def test_set_items_writes_only_the_changed_item() -> None:
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("edit", ledger)
+        items = _chat(*(f"message {n}" for n in range(40)))
+        items[11] = {"type": "function_call_output", "call_id": "c", "output": "long " * 100}
+        await session.add_items(items[:20])
+        await session.add_items(items[20:])
+        ids = [m.id for m in ledger.messages("edit")]
+        edited = [*items[:11], {**items[11], "output": "short"}, *items[12:]]
+        await session.set_items(edited)
+        last = ledger.history("edit")[-1]
+        assert (last.appended, last.replaced, last.truncated) == (0, 1, 0)
+        assert await session.get_items() == edited
+        assert [m.id for m in ledger.messages("edit")] == ids  # ids kept, the edited one too
+        assert (
+            ledger.messages("edit", version=last.version - 1)[11]
+            .tool_results[0]
+            .text.startswith("long")
+        )

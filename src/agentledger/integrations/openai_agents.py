@@ -33,7 +33,7 @@ from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT
-from agentledger.wire.responses import from_responses, to_responses
+from agentledger.wire.responses import RESPONSES_EXTRA_KEY, from_responses, to_responses
 
 __all__ = ["LedgerSession"]
 
@@ -87,8 +87,12 @@ class LedgerSession:
         """Append ``items`` (written as new rows only)."""
         if not items:
             return
-        new = from_responses(items)
-        await asyncio.to_thread(self._change, lambda msgs: (msgs + new, None))
+        items = list(items)
+
+        def append(msgs: list[Msg]) -> tuple[list[Msg], None]:
+            return msgs + from_responses(items, ids="derived", start=len(msgs)), None
+
+        await asyncio.to_thread(self._change, append)
 
     async def pop_item(self) -> dict[str, Any] | None:
         """Remove and return the latest item (None if there is none), as a new version."""
@@ -97,6 +101,28 @@ class LedgerSession:
     async def clear_session(self) -> None:
         """Empty the session, as a new version (earlier versions stay readable)."""
         await asyncio.to_thread(self._change, lambda msgs: ([], None))
+
+    # -- beyond the protocol ---------------------------------------------------------------
+    async def set_items(self, items: list[Any]) -> None:
+        """Make the session hold exactly ``items``, writing only the items that changed.
+
+        The SDK's protocol can only append, pop and clear, so an edit in the middle of a
+        history (a shortened tool output, a redacted message) otherwise means clearing and
+        adding everything again. Items without an id keep the id ``add_items`` gave them as
+        long as they stay in the same place, edited or not (an item inserted or removed before
+        them moves them, and they are rewritten); what is replaced stays readable at the
+        previous version.
+        """
+        items = list(items)
+
+        def replace(msgs: list[Msg]) -> tuple[list[Msg], None]:
+            new = from_responses(items, ids="derived")
+            for i, (msg, old) in enumerate(zip(new, msgs, strict=False)):
+                if msg.id != old.id and _id_less(msg) and _id_less(old):
+                    new[i] = msg.replace(id=old.id)  # the item at that place, edited
+            return new, None
+
+        await asyncio.to_thread(self._change, replace)
 
     # -- conveniences ----------------------------------------------------------------------
     @property
@@ -159,6 +185,12 @@ class LedgerSession:
             f"session {self.session_id!r} kept changing under this writer "
             f"({_MAX_ATTEMPTS} attempts)"
         )
+
+
+def _id_less(msg: Msg) -> bool:
+    """Whether ``msg`` came from a Responses item that had no id of its own."""
+    extras = msg.metadata.get(RESPONSES_EXTRA_KEY)
+    return extras is not None and "id" not in extras
 
 
 def _pop(msgs: list[Msg]) -> tuple[list[Msg], dict[str, Any] | None]:

@@ -93,13 +93,20 @@ _USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_t
 
 
 # -- Responses -> Msg ---------------------------------------------------------------------------
-def from_responses(items: Iterable[Mapping[str, Any]], *, ids: IdMode = "given") -> list[Msg]:
-    """One ``Msg`` per Responses input or output item, in order; the items are only read."""
+def from_responses(
+    items: Iterable[Mapping[str, Any]], *, ids: IdMode = "given", start: int = 0
+) -> list[Msg]:
+    """One ``Msg`` per Responses input or output item, in order; the items are only read.
+
+    An item without an id gets a fresh one (``ids="given"``) or, with ``ids="derived"``, one
+    derived from its position (``start`` for the first item: where the items go in a longer
+    list) and its content, so the same item at the same place always gets the same id.
+    """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
     names: dict[str, str] = {}
     out = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(items, start):
         if not isinstance(item, Mapping):
             raise UserError(f"item {index} is a {type(item).__name__}, not a mapping")
         out.append(_from_item(item, index, ids, names))
