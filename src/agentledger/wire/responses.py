@@ -161,7 +161,7 @@ def _from_item(item: Mapping[str, Any], index: int, ids: IdMode, names: dict[str
         if kind == _MESSAGE:
             role, content, known = _message(item, where, metadata)
         elif kind == _CALL:
-            role, content, known = "assistant", [_call(item, where, names, metadata)], _CALL_KEYS
+            role, content, known = "assistant", [_call(item, where, names)], _CALL_KEYS
         elif kind == _OUTPUT:
             role, content, known = "tool", [_output(item, where, names)], _OUTPUT_KEYS
         else:
@@ -170,11 +170,16 @@ def _from_item(item: Mapping[str, Any], index: int, ids: IdMode, names: dict[str
                 known |= {"content"}
     except (KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"{where} is malformed: {exc!r}") from None
-    extra = keep_unknown(item, known, RESPONSES_EXTRA_KEY)
-    metadata[RESPONSES_EXTRA_KEY] = {
-        **extra.get(RESPONSES_EXTRA_KEY, {}),
-        **metadata.get(RESPONSES_EXTRA_KEY, {}),
-    }
+    extra = {k: v for k, v in item.items() if k not in known and not is_private(k)}
+    call = content[0] if kind == _CALL else None
+    if (
+        isinstance(call, ToolUseBlock)
+        and dump_arguments(_key_sorted(call.input)) != item["arguments"]
+    ):
+        # a spelling the parsed input does not give back (spacing, escapes, number forms,
+        # duplicate keys, or key order, which a reload sorts): keep the model's text
+        extra["arguments"] = item["arguments"]
+    metadata[RESPONSES_EXTRA_KEY] = extra
     return Msg(role, content, id=msg_id, metadata=metadata, created_at=None)
 
 
@@ -202,9 +207,7 @@ def _blocks(content: Any, where: str) -> list[Block]:
     return [part_block(part, where) for part in content]
 
 
-def _call(
-    item: Mapping[str, Any], where: str, names: dict[str, str], metadata: dict[str, Any]
-) -> ToolUseBlock:
+def _call(item: Mapping[str, Any], where: str, names: dict[str, str]) -> ToolUseBlock:
     call_id, name, raw = item["call_id"], item["name"], item["arguments"]
     if not all(isinstance(v, str) for v in (call_id, name, raw)) or not call_id:
         raise UserError(f"{where}: a function_call needs string call_id, name and arguments")
@@ -214,10 +217,6 @@ def _call(
         block = ToolUseBlock(id=call_id, name=name, input=arguments)
     except CodecError:  # a value the codec cannot hold (an integer over 64 bits): keep the text
         block = ToolUseBlock(id=call_id, name=name, input={RAW_ARGUMENTS_KEY: raw})
-    if dump_arguments(_key_sorted(block.input)) != raw:
-        # a spelling the parsed input does not give back (spacing, escapes, number forms,
-        # duplicate keys, or key order, which a reload sorts): keep the text
-        metadata[RESPONSES_EXTRA_KEY] = {"arguments": raw}
     return block
 
 
