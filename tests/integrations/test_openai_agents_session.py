@@ -285,3 +285,25 @@ async def test_set_items_writes_only_the_changed_item() -> None:
             .tool_results[0]
             .text.startswith("long")
         )
+
+
+@pytest.mark.parametrize("warm", [True, False])
+async def test_set_items_across_a_tool_call(warm: bool) -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "grep", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "many lines"}
+    items = [*_chat("find it"), call, output, *_chat("found")]
+    with Ledger("memory://") as ledger:
+        writer = LedgerSession("t", ledger)
+        await writer.add_items(items)
+        # the session that added the items knows them; a fresh one converts everything
+        fresh = writer if warm else LedgerSession("t", ledger)
+        edited = [*items[:2], {**output, "output": "1 line"}, items[3]]
+        await fresh.set_items(edited)
+        last = ledger.history("t")[-1]
+        assert (last.appended, last.replaced, last.truncated) == (0, 1, 0)
+        result = ledger.messages("t")[2].tool_results[0]
+        assert (result.name, result.text) == ("grep", "1 line")  # named after its call
+        await fresh.set_items(edited)  # unchanged: nothing written
+        assert ledger.history("t")[-1].version == last.version
+        await fresh.set_items(edited[:2])  # shorter: a truncation, items still exact
+        assert await LedgerSession("t", ledger).get_items() == edited[:2]

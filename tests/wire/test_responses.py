@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, get_args
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserError
+from agentledger.errors import AgentLedgerError
 from agentledger.messages import decode, encode
 from agentledger.wire import from_openai, from_responses, to_openai, to_responses
 
 from ..messages.strategies import messages as any_messages
 from .conftest import PDF, PNG
-from .responses_types import assert_valid_item
+from .responses_types import ResponseInputItemParam, assert_valid_item
 
 # -- strategies: items as the Responses API and the Agents SDK write them ------------------------
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
@@ -189,6 +192,39 @@ def test_item_ids_are_message_ids(given_items: list[dict[str, Any]]) -> None:
         if "id" in item and item["type"] != "item_reference":
             assert msg.id == item["id"]
     assert from_responses(given_items, ids="derived") == msgs  # derived ids are deterministic
+
+
+def _json(value: Any) -> Any:
+    """A generated TypedDict value as JSON gives it: the iterators Hypothesis draws for
+    ``Iterable`` fields become lists; anything else JSON cannot hold raises ``TypeError``
+    (an ``object`` field draws any Python value, a ``range`` of 10**18 items included)."""
+
+    def listed(v: Any) -> list[Any]:
+        if isinstance(v, Iterator):
+            return list(itertools.islice(v, 20))
+        raise TypeError(f"not JSON: {type(v).__name__}")
+
+    return json.loads(json.dumps(value, default=listed))
+
+
+_sdk_items = st.one_of([st.from_type(member) for member in get_args(ResponseInputItemParam)])
+
+
+@given(st.lists(_sdk_items, max_size=4))
+@settings(suppress_health_check=list(HealthCheck))
+def test_every_kind_the_sdk_defines_round_trips_or_is_refused(given_items: list[Any]) -> None:
+    """Any value of the SDK's own ``ResponseInputItemParam`` (every kind the Agents SDK may
+    persist): read and written back unchanged, or refused with a typed error, never dropped."""
+    try:
+        given_items = _json(given_items)
+    except (ValueError, TypeError):
+        assume(False)  # not JSON (a NaN, an ``object`` field's odd value): no API item
+    try:
+        msgs = from_responses(given_items)
+    except AgentLedgerError:
+        return  # refused explicitly (an empty id, a surrogate, an integer over 64 bits ...)
+    assert to_responses(msgs) == given_items
+    assert to_responses([decode(encode(m)) for m in msgs]) == given_items
 
 
 def test_encrypted_content_and_argument_strings_are_kept_byte_for_byte() -> None:

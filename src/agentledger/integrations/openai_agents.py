@@ -23,9 +23,12 @@ caller is cancelled still finishes its commit, and the session's view follows it
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+import msgspec
 
 from agentledger._optional import require
 from agentledger.errors import ConflictError
@@ -38,6 +41,7 @@ from agentledger.wire.responses import RESPONSES_EXTRA_KEY, from_responses, to_r
 __all__ = ["LedgerSession"]
 
 _T = TypeVar("_T")
+_sorted_json = msgspec.json.Encoder(order="sorted")
 #: How often one change is re-planned after losing a race with another writer.
 _MAX_ATTEMPTS = 50
 
@@ -75,6 +79,9 @@ class LedgerSession:
         self._resolve_limit = memory.resolve_session_limit
         self._lock = threading.Lock()
         self._msgs: list[Msg] = []
+        # message digest -> hash of the item it was made from or written as, so ``set_items``
+        # recognises unchanged items without converting them (16 bytes an item)
+        self._hashes: dict[bytes, bytes] = {}
         self._version = -1  # nothing read yet
 
     # -- the Session protocol --------------------------------------------------------------
@@ -90,7 +97,9 @@ class LedgerSession:
         items = list(items)
 
         def append(msgs: list[Msg]) -> tuple[list[Msg], None]:
-            return msgs + from_responses(items, ids="derived", start=len(msgs)), None
+            new = from_responses(items, ids="derived", start=len(msgs))
+            self._remember(new, items)
+            return msgs + new, None
 
         await asyncio.to_thread(self._change, append)
 
@@ -116,10 +125,17 @@ class LedgerSession:
         items = list(items)
 
         def replace(msgs: list[Msg]) -> tuple[list[Msg], None]:
-            new = from_responses(items, ids="derived")
+            hashes = [_item_hash(item) for item in items]
+
+            def unchanged(i: int, item: Any) -> Msg | None:
+                same = i < len(msgs) and self._hashes.get(msgs[i].digest) == hashes[i]
+                return msgs[i] if same and hashes[i] is not None else None
+
+            new = from_responses(items, ids="derived", known=unchanged)
             for i, (msg, old) in enumerate(zip(new, msgs, strict=False)):
                 if msg.id != old.id and _id_less(msg) and _id_less(old):
                     new[i] = msg.replace(id=old.id)  # the item at that place, edited
+            self._remember(new, items, hashes)
             return new, None
 
         await asyncio.to_thread(self._change, replace)
@@ -149,9 +165,23 @@ class LedgerSession:
             self._msgs = list(state.lists.get(self.list_name, []))
             self._version = state.version
 
+    def _remember(
+        self, msgs: list[Msg], items: list[Any], hashes: list[bytes | None] | None = None
+    ) -> None:
+        """Note which item each message was made from (see ``_hashes``)."""
+        digests = hashes if hashes is not None else map(_item_hash, items)
+        for msg, digest in zip(msgs, digests, strict=True):
+            if digest is not None:
+                self._hashes[msg.digest] = digest
+
     def _tail(self, limit: int | None) -> list[dict[str, Any]]:
         if limit is None:
-            return to_responses(self._msgs)
+            items = to_responses(self._msgs)
+            if len(items) == len(self._msgs) and any(
+                m.digest not in self._hashes for m in self._msgs
+            ):
+                self._remember(self._msgs, items)
+            return items
         if limit <= 0:
             return []
         items: list[dict[str, Any]] = []
@@ -180,11 +210,23 @@ class LedgerSession:
                     self._version = -1
                     continue
                 self._msgs, self._version = msgs, report.version
+                if len(self._hashes) > 2 * len(msgs) + 64:  # forget what the list let go
+                    live = {m.digest for m in msgs}
+                    self._hashes = {k: v for k, v in self._hashes.items() if k in live}
                 return result
         raise ConflictError(
             f"session {self.session_id!r} kept changing under this writer "
             f"({_MAX_ATTEMPTS} attempts)"
         )
+
+
+def _item_hash(item: Any) -> bytes | None:
+    """A hash of an item's JSON with sorted keys (None for a value JSON cannot hold)."""
+    try:
+        raw = _sorted_json.encode(item)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 def _id_less(msg: Msg) -> bool:

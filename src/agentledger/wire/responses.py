@@ -37,7 +37,7 @@ Responses items: a dict with a top-level ``type`` (or with Responses content par
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agentledger.errors import CodecError, UserError
@@ -94,13 +94,20 @@ _USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_t
 
 # -- Responses -> Msg ---------------------------------------------------------------------------
 def from_responses(
-    items: Iterable[Mapping[str, Any]], *, ids: IdMode = "given", start: int = 0
+    items: Iterable[Mapping[str, Any]],
+    *,
+    ids: IdMode = "given",
+    start: int = 0,
+    known: Callable[[int, Mapping[str, Any]], Msg | None] | None = None,
 ) -> list[Msg]:
     """One ``Msg`` per Responses input or output item, in order; the items are only read.
 
     An item without an id gets a fresh one (``ids="given"``) or, with ``ids="derived"``, one
     derived from its position (``start`` for the first item: where the items go in a longer
     list) and its content, so the same item at the same place always gets the same id.
+    ``known(position, item)`` may return the message an equal item was already converted to,
+    which is then used as is (re-converting a long, mostly unchanged history costs only the
+    changed items).
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
@@ -109,7 +116,12 @@ def from_responses(
     for index, item in enumerate(items, start):
         if not isinstance(item, Mapping):
             raise UserError(f"item {index} is a {type(item).__name__}, not a mapping")
-        out.append(_from_item(item, index, ids, names))
+        msg = known(index, item) if known is not None else None
+        if msg is None:
+            msg = _from_item(item, index, ids, names)
+        elif item.get("type") == _CALL and isinstance(item.get("call_id"), str):
+            names[item["call_id"]] = str(item.get("name") or "")  # to name its result
+        out.append(msg)
     return out
 
 
@@ -243,7 +255,11 @@ def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
     blocks: list[Block] = []
     for field in ("summary", "content"):
         parts = item.get(field) if field == "content" else item["summary"]
-        for part in parts or ():
+        if field == "content" and not parts:
+            continue  # none, or an empty value kept verbatim with the item's other keys
+        if not isinstance(parts, (list, tuple)):
+            raise UserError(f"{where}: a reasoning item's {field} must be a list")
+        for part in parts:
             if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
                 raise UserError(f"{where}: a reasoning {field} part needs a string text")
             meta = keep_unknown(part, frozenset(("text",)), RESPONSES_EXTRA_KEY)
