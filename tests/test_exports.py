@@ -13,6 +13,7 @@ MODULES = [
     "agentledger.agent",
     "agentledger.context",
     "agentledger.errors",
+    "agentledger.integrations.openai_agents",
     "agentledger.messages",
     "agentledger.store",
     "agentledger.testing",
@@ -41,6 +42,7 @@ def test_root_exports_public_names_only() -> None:
         "agent",
         "server",
         "context",
+        "integrations",
     }
     assert public - submodules - {"annotations"} <= set(agentledger.__all__)
 
