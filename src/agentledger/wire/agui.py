@@ -32,8 +32,9 @@ carried (bytes in the codec's ``{"$bytes": ...}`` form), private keys never. Ass
 content is a string in AG-UI, so their text blocks are joined and an assistant's media become a
 text note (the stored message keeps the media; the server never reads the note back over it).
 ``developer`` messages read as ``system`` and are written back as ``developer``. ``activity``
-messages are the client's UI state, not conversation: the reference client never sends them and
-``from_agui`` skips them. Usage and timestamps are not carried.
+messages are the client's UI records, not conversation: ``from_agui`` skips them, and the server
+keeps them beside the thread (``agentledger.server.activity``). Usage and timestamps are not
+carried.
 """
 
 from __future__ import annotations
