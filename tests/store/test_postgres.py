@@ -29,6 +29,7 @@ from agentledger import AsyncLedger
 from agentledger.errors import (
     ConflictError,
     CorruptStoreError,
+    OutcomeUnknownError,
     SessionBusyError,
     StoreError,
     StoreUnavailableError,
@@ -299,6 +300,38 @@ def test_connection_lost_after_the_server_committed_counts_as_saved(
     monkeypatch.undo()
     assert report.version == 2
     assert [m.text for m in Ledger(open_store()).messages("s")] == ["one", "two"]
+
+
+def test_a_commit_whose_outcome_cannot_be_learned_is_outcome_unknown(
+    open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply to COMMIT is lost and the server cannot be asked: neither success nor "not
+    committed" would be true, so the error says the outcome is unknown, and the ledger reads
+    the session again before its next save."""
+    store = open_store(timeout=0.5)
+    ledger = Ledger(store)
+    ledger.save("s", [Msg.user("one", id="1")])
+    commit = PostgresStore._commit
+
+    def commit_then_lose_reply(
+        self: PostgresStore, conn: psycopg.Connection[Any], *args: Any
+    ) -> None:
+        commit(self, conn, *args)
+        pg.terminate(pg_url, conn.info.backend_pid)
+        conn.execute("SELECT 1")
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(PostgresStore, "_commit", commit_then_lose_reply)
+    monkeypatch.setattr(store._pg, "connect", unreachable)
+    two = [Msg.user("one", id="1"), Msg.user("two", id="2")]
+    with pytest.raises(OutcomeUnknownError, match="unknown") as info:
+        ledger.save("s", two)
+    assert not isinstance(info.value, StoreUnavailableError)  # that one promises "not applied"
+    monkeypatch.undo()
+    assert ledger.version("s") == 2  # it had committed; the ledger asks instead of guessing
+    assert ledger.save("s", [*two, Msg.user("three", id="3")]).version == 3
 
 
 def test_a_server_side_timeout_is_a_store_error_and_changes_nothing(

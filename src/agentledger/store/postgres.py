@@ -29,6 +29,7 @@ from agentledger._optional import require
 from agentledger.errors import (
     ConflictError,
     CorruptStoreError,
+    OutcomeUnknownError,
     SessionBusyError,
     StoreError,
     StoreUnavailableError,
@@ -418,8 +419,8 @@ class PostgresStore(Store):
         """The incarnation if ``plan`` committed, None if it did not, asked on another
         connection. The answer is final once the version row is there, or once backend ``pid``
         (which ran the commit, and whose client has closed) can no longer commit: gone, or
-        waiting outside a transaction. Raises ``StoreError`` if that cannot be known within
-        the store's timeout."""
+        waiting outside a transaction. Raises ``OutcomeUnknownError`` if that cannot be known
+        within the store's timeout."""
         deadline = time.monotonic() + self._timeout
         args = (plan.key.tenant, plan.key.session, plan.version)
 
@@ -445,7 +446,7 @@ class PostgresStore(Store):
             if final:
                 return incarnation
             if time.monotonic() >= deadline:
-                raise StoreError(
+                raise OutcomeUnknownError(
                     f"saving session {plan.key.session!r} as version {plan.version} failed "
                     f"({failure}), and whether it committed is unknown ({problem}); load the "
                     "session to see"
