@@ -494,7 +494,8 @@ class PostgresStore(Store):
         for write in plan.lists:
             where = {"version": v, "sid": sid, "list": write.name, "length": write.length}
             where["positions"] = [p for p, _ in write.puts if p < write.length]
-            conn.execute(q.close_replaced, where)
+            if where["positions"]:  # an append replaces nothing: no statement, no scan
+                conn.execute(q.close_replaced, where)
             conn.execute(q.close_truncated, where)
             for position, msg in write.puts:
                 refs = blob_refs(msg.body)
