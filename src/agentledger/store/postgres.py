@@ -3,8 +3,10 @@
 psycopg 3 with a connection pool. A commit is one transaction that first moves the session row
 from ``base_version`` to the new version (``UPDATE ... WHERE version = base``; the row lock makes
 concurrent committers queue, and the loser sees the new version and gets ``ConflictError``), then
-closes the replaced and truncated live rows and inserts the new ones, all pipelined, so a save
-costs two round trips and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
+closes the replaced and truncated live rows and inserts the new ones, all pipelined. On a
+session whose row the ledger knows, that check fails the pipeline when the session moved, so
+nothing waits for its answer and the ledger need not read the version first: a save costs one
+round trip and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
 out of line, so closing a row never copies the message. A commit whose connection fails is never
 reported by guess: the store asks another connection whether it landed (``commit``).
 
@@ -107,6 +109,8 @@ class PostgresStore(Store):
     ``agentledger``. ``pool_min``/``pool_max`` size the connection pool; ``timeout`` is how long
     an operation waits for a pooled connection before failing with ``StoreError``.
     """
+
+    stamp_before_commit = False  # a commit checks version and incarnation (``_commit_known``)
 
     def __init__(
         self,
@@ -466,6 +470,8 @@ class PostgresStore(Store):
             "title": None if title is None else _text(title),
             "count": plan.message_count,
         }
+        if plan.base_version and plan.base_incarnation.isdigit():
+            return self._commit_known(conn, plan, session)
         with conn.pipeline() as pipe:
             conn.execute("BEGIN")
             moved = conn.execute(q.create if plan.base_version == 0 else q.bump, session)
@@ -484,6 +490,31 @@ class PostgresStore(Store):
             conn.execute("COMMIT")
         return str(row[0])
 
+    def _commit_known(
+        self, conn: psycopg.Connection[Any], plan: CommitPlan, session: dict[str, Any]
+    ) -> str:
+        """The common save, on a session whose row (``sid``, the incarnation) is known: one
+        round trip. The guarded bump fails the pipeline if the session moved; the writes behind
+        it never run then, and the stored stamp says why."""
+        sid = int(plan.base_incarnation)
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute(self._q.bump_or_fail, session)
+                self._write(conn, sid, plan)
+                conn.execute("COMMIT")
+        except self._pg.errors.DivisionByZero:
+            conn.rollback()
+            found = conn.execute(self._q.stamp, (plan.key.tenant, plan.key.session)).fetchone()
+            stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
+            check_base(plan, stored, incarnation)
+            raise ConflictError(  # the row moved between the update and this read
+                f"session {plan.key.session!r} changed while the save was being applied",
+                expected=plan.base_version,
+                actual=stored,
+            ) from None
+        return plan.base_incarnation
+
     def _write(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
         """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced)."""
         q, v = self._q, plan.version
@@ -493,8 +524,8 @@ class PostgresStore(Store):
         rows.update(bodies=[], texts=[], refs=[])
         for write in plan.lists:
             where = {"version": v, "sid": sid, "list": write.name, "length": write.length}
-            where["positions"] = [p for p, _ in write.puts if p < write.length]
-            if where["positions"]:  # an append replaces nothing: no statement, no scan
+            if plan.replaced:  # an append replaces nothing: no statement
+                where["positions"] = [p for p, _ in write.puts]
                 conn.execute(q.close_replaced, where)
             conn.execute(q.close_truncated, where)
             for position, msg in write.puts:
