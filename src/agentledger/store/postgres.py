@@ -478,14 +478,7 @@ class PostgresStore(Store):
             pipe.sync()
             row = moved.fetchone()
             if row is None:
-                found = conn.execute(q.stamp, (key.tenant, key.session)).fetchone()
-                stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
-                check_base(plan, stored, incarnation)
-                raise ConflictError(  # the row moved between the update and this read
-                    f"session {key.session!r} changed while the save was being applied",
-                    expected=plan.base_version,
-                    actual=stored,
-                )
+                raise self._conflict(conn, plan)
             self._write(conn, row[0], plan)
             conn.execute("COMMIT")
         return str(row[0])
@@ -505,15 +498,20 @@ class PostgresStore(Store):
                 conn.execute("COMMIT")
         except self._pg.errors.DivisionByZero:
             conn.rollback()
-            found = conn.execute(self._q.stamp, (plan.key.tenant, plan.key.session)).fetchone()
-            stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
-            check_base(plan, stored, incarnation)
-            raise ConflictError(  # the row moved between the update and this read
-                f"session {plan.key.session!r} changed while the save was being applied",
-                expected=plan.base_version,
-                actual=stored,
-            ) from None
+            raise self._conflict(conn, plan) from None
         return plan.base_incarnation
+
+    def _conflict(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> ConflictError:
+        """Why the session row did not move from ``plan``'s base: read after the failed bump."""
+        key = plan.key
+        found = conn.execute(self._q.stamp, (key.tenant, key.session)).fetchone()
+        stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
+        check_base(plan, stored, incarnation)  # raises, naming a newer version or a new life
+        return ConflictError(  # the row moved between the update and this read
+            f"session {key.session!r} changed while the save was being applied",
+            expected=plan.base_version,
+            actual=stored,
+        )
 
     def _write(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
         """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced)."""
