@@ -545,8 +545,9 @@ def test_lease_survives_a_dropped_lease_connection(
     with store.lease(key):
         assert not free()
     assert free()
-    assert store._lease_conn is not None
-    pg.terminate(pg_url, store._lease_conn.info.backend_pid)
+    held = store._leases._conn
+    assert held is not None
+    pg.terminate(pg_url, held.info.backend_pid)
     with store.lease(key):  # reconnects
         assert not free()
     assert free()

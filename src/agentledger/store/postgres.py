@@ -10,9 +10,10 @@ round trip and O(changed rows) writes. The schema (``postgres_schema``) keeps bo
 out of line, so closing a row never copies the message. A commit whose connection fails is never
 reported by guess: the store asks another connection whether it landed (``commit``).
 
-The run lease is a session-level advisory lock held on one dedicated connection per store: it
-is exclusive across every worker on every host, and it dies with its connection, so a crashed
-or killed holder frees it. Search uses a GIN index over ``to_tsvector('simple', text)``.
+The run lease is a session-level advisory lock held on one dedicated connection per store
+(``postgres_lease``): it is exclusive across every worker on every host, and it dies with its
+connection, so a crashed or killed holder frees it. Search uses a GIN index over
+``to_tsvector('simple', text)``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +58,7 @@ from agentledger.store.base import (
     snippet_around,
 )
 from agentledger.store.media import blob_refs, decode_without_media
+from agentledger.store.postgres_lease import LeaseConnection
 
 if TYPE_CHECKING:
     import psycopg
@@ -142,8 +143,9 @@ class PostgresStore(Store):
         self._timeout = timeout
         self._q = ddl.Queries(self.schema)
         self._ready = False
-        self._lease_conn: psycopg.Connection[Any] | None = None
-        self._lease_guard = threading.Lock()
+        self._leases = LeaseConnection(
+            self._lease_connect, self._pg.OperationalError, self.location
+        )
         self._pool_timeout = pool_module.PoolTimeout
         self._pool = pool_module.ConnectionPool(
             conninfo,
@@ -229,10 +231,11 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self._pool.close()
-        with self._lease_guard:
-            if self._lease_conn is not None:
-                self._lease_conn.close()  # releases every lease it held
-                self._lease_conn = None
+        self._leases.close()  # ends every lease it held
+
+    def _lease_connect(self) -> psycopg.Connection[Any]:
+        timeout = max(1, int(self._timeout))
+        return self._pg.connect(self._conninfo, connect_timeout=timeout, **self._kwargs)
 
     # -- reading -------------------------------------------------------------------------
     def read_version(self, key: SessionKey) -> int:
@@ -621,7 +624,7 @@ class PostgresStore(Store):
         try:
             lock = _lock_id("lease", self.schema, key.tenant, key.session)
             pause = 0.01
-            while not self._on_lease_conn("SELECT pg_try_advisory_lock(%s)", lock):
+            while not self._try_lock(lock):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise self._busy(key)
@@ -634,40 +637,20 @@ class PostgresStore(Store):
         finally:
             local.release()
 
+    def _try_lock(self, lock: int) -> bool:
+        with self._errors("lease"):
+            return self._leases.try_lock(lock)
+
     @staticmethod
     def _busy(key: SessionKey) -> SessionBusyError:
         return SessionBusyError(
             f"session {key.session!r} (tenant {key.tenant!r}) is busy: another run holds its lease"
         )
 
-    def _on_lease_conn(self, sql: str, lock: int, *, connect: bool = True) -> bool:
-        with self._errors("lease"), self._lease_guard:
-            for attempt in (1, 2):
-                conn = self._lease_conn
-                if conn is None or conn.closed:
-                    if not connect:
-                        return False
-                    conn = self._lease_conn = self._pg.connect(
-                        self._conninfo, connect_timeout=max(1, int(self._timeout)), **self._kwargs
-                    )
-                    # a vanished host's leases end when the server notices (~10 + 3 * 5 s)
-                    conn.execute(
-                        "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
-                        "SET tcp_keepalives_count = 3"
-                    )
-                try:
-                    row = conn.execute(sql, [lock]).fetchone()
-                    return bool(row and row[0])
-                except self._pg.OperationalError:
-                    if attempt == 2 or not conn.broken:
-                        raise
-                    conn.close()  # every lease it held is already gone on the server side
-                    log.warning("the lease connection to %s was lost", self.location)
-        return False  # pragma: no cover
-
     def _release(self, key: SessionKey, lock: int) -> None:
         try:
-            held = self._on_lease_conn("SELECT pg_advisory_unlock(%s)", lock, connect=False)
+            with self._errors("lease"):
+                held = self._leases.unlock(lock)
         except StoreError:
             held = False  # the connection is gone, and the lock with it
         if not held:
