@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from agentledger.cli import app
-from agentledger.messages import Msg
 from agentledger.store import Ledger
 
 runner = CliRunner()
@@ -40,15 +38,6 @@ def test_demo_runs_offline_and_ends_valid(tmp_path: Path) -> None:
         assert not any(c.name == "book_table" for c in history[-1].tool_calls)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    with Ledger(url) as ledger:
-        ledger.save("chat", [Msg.user("hello there", id="u"), Msg.assistant("hi", id="a")])
-        ledger.save("chat", [Msg.user("hello there", id="u"), Msg.assistant("hi!", id="a")])
-    return url
-
-
 def test_sessions_show_history_search(store: str) -> None:
     out = runner.invoke(app, ["sessions", "--store", store]).output
     assert "chat" in out and "hello there" in out
@@ -77,7 +66,7 @@ def test_export_import_fork_delete(store: str, tmp_path: Path) -> None:
         assert ledger.messages("copy") == ledger.messages("chat")
         assert ledger.messages("t")[0].text == "from openai"
         assert ledger.messages("branch")[1].text == "hi"
-    assert "deleted" in runner.invoke(app, ["delete", "branch", "--store", store]).output
+    assert "deleted" in runner.invoke(app, ["delete", "branch", "--yes", "--store", store]).output
     result = runner.invoke(app, ["show", "branch", "--store", store])
     assert result.exit_code != 0
 

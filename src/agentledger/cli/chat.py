@@ -20,8 +20,10 @@ from rich.console import Console
 from agentledger.agent.context import RunError, RunInterrupted
 from agentledger.agent.events import TextDelta, ToolCallStart
 from agentledger.agent.react import ReActAgent
+from agentledger.cli.config import setting
 from agentledger.cli.options import StoreOption, TenantOption
 from agentledger.cli.sessions import describe
+from agentledger.cli.store import resolve_store
 from agentledger.errors import AgentLedgerError
 from agentledger.store.aio import AsyncLedger
 
@@ -142,7 +144,7 @@ def chat(
     session: Annotated[str, typer.Option(help="Session id to start or resume.")] = "chat",
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     store: StoreOption = None,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
 ) -> None:
     """Chat with a model in the terminal; Ctrl-C interrupts an answer."""
     spec = resolve_model(model)
@@ -151,7 +153,11 @@ def chat(
         console.print(HOW_TO_CONFIGURE, markup=False)
         raise typer.Exit(2)
     try:
-        agent = ReActAgent(spec, store=AsyncLedger(store, tenant=tenant), system_prompt=system)
+        agent = ReActAgent(
+            spec,
+            store=AsyncLedger(resolve_store(store), tenant=setting("tenant", tenant) or "default"),
+            system_prompt=system,
+        )
     except AgentLedgerError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None

@@ -1,4 +1,4 @@
-"""Options shared by several commands."""
+"""Options shared by several commands (each reads its environment variable; see ``config``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,24 @@ StoreOption = Annotated[
         "-s",
         envvar="AGENTLEDGER_STORE",
         help="Store URL: memory://, jsonl:///dir, sqlite:///file.db, postgresql://... "
-        "(default: SQLite in the user data directory).",
+        "(default: the config file's store, else SQLite in the user data directory).",
     ),
 ]
 TenantOption = Annotated[
-    str, typer.Option("--tenant", "-t", envvar="AGENTLEDGER_TENANT", help="Tenant id.")
+    str | None,
+    typer.Option(
+        "--tenant",
+        "-t",
+        envvar="AGENTLEDGER_TENANT",
+        help="Tenant id (default: the config file's tenant, else 'default').",
+    ),
+]
+SessionArg = Annotated[str, typer.Argument(help="Session id.")]
+LimitOption = Annotated[
+    int | None, typer.Option(min=0, help="Show at most this many (default: all).")
+]
+OffsetOption = Annotated[int, typer.Option(min=0, help="Skip this many first.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking.")]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Say what would change, and change nothing.")
 ]

@@ -14,7 +14,9 @@ from rich.console import Console
 
 from agentledger._optional import require
 from agentledger.cli.chat import HOW_TO_CONFIGURE, resolve_model
+from agentledger.cli.config import setting
 from agentledger.cli.options import StoreOption, TenantOption
+from agentledger.cli.store import resolve_store
 from agentledger.errors import AgentLedgerError
 from agentledger.server.app import DEFAULT_MAX_BODY
 from agentledger.server.config import ENV_VAR, ServeConfig
@@ -41,7 +43,7 @@ def serve(
             help='JSON file {"<bearer token>": "<tenant>"}; without it no token is needed.',
         ),
     ] = None,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     max_body: Annotated[
         int, typer.Option(min=1, help="Largest request body accepted, in bytes (else HTTP 413).")
@@ -62,10 +64,10 @@ def serve(
         raise typer.Exit(2)
     config = ServeConfig(
         model=spec,
-        store=store,
+        store=resolve_store(store),
         tools=tools,
         auth_file=auth_file,
-        tenant=tenant,
+        tenant=setting("tenant", tenant) or "default",
         system_prompt=system,
         max_body=max_body,
         lease_wait=lease_wait,
