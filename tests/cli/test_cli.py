@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agentledger.cli import app
@@ -27,15 +28,49 @@ def test_demo_runs_offline_and_ends_valid(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     result = runner.invoke(app, ["demo", "--store", url, "--turns", "5"], env={"COLUMNS": "150"})
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""
     out = result.output
-    assert "interrupted (user); kept: assistant [thinking, text] Let me check Rome" in out
+    assert "interrupted (user); saved v8, kept: assistant [thinking, text] Let me check Rome" in out
+    assert "saved v3   tool calls marked as started" in out
     assert "died (exit code 9)" in out
     assert "[result error t3-book] The call to book_table started" in out
     assert "pass strict validation ✓" in out and "nothing written" in out
+    assert f"agentledger sessions --store {url}" in out
     with Ledger(url) as ledger:
-        history = ledger.messages("agent-demo")
+        history = ledger.messages("agent-demo-1")
         assert [m.role for m in history].count("tool") == 3
         assert not any(c.name == "book_table" for c in history[-1].tool_calls)
+
+
+def test_the_demo_reruns_on_the_same_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    for run in (1, 2):
+        result = runner.invoke(app, ["demo", "--store", url, "--turns", "2"])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == "" and f"show agent-demo-{run} " in result.stdout
+    with Ledger(url) as ledger:
+        first, second = ledger.messages("agent-demo-1"), ledger.messages("agent-demo-2")
+        assert len(first) == len(second) == 11
+        assert ledger.messages("demo-1") and ledger.messages("own-loop-2")
+
+
+def test_the_demo_runs_on_memory_and_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = runner.invoke(app, ["demo", "--store", "memory://", "--turns", "1"])
+    assert result.exit_code == 0, result.output
+    assert "skipped: a memory:// store dies with its process" in result.stdout
+    assert "every tool call answered exactly once" in result.stdout
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    result = runner.invoke(app, ["demo", "--turns", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "data" / "agentledger" / "demo.db").exists()
+
+
+def test_demo_with_no_turns_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["demo", "--store", "memory://", "--turns", "0"])
+    assert result.exit_code == 2 and "--turns" in result.stderr
+    assert "Traceback" not in result.output
 
 
 def test_sessions_show_history_search(store: str) -> None:
