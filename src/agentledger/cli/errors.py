@@ -32,6 +32,7 @@ from agentledger.errors import (
     ConflictError,
     CorruptStoreError,
     HistoryError,
+    MissingDependencyError,
     SessionBusyError,
     SessionNotFoundError,
     StoreUnavailableError,
@@ -89,6 +90,8 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_NOT_FOUND
     if isinstance(exc, (ConflictError, SessionBusyError, FileExistsError)):
         return EXIT_CONFLICT
+    if isinstance(exc, MissingDependencyError):
+        return EXIT_FAILURE
     if isinstance(exc, (UserError, click.UsageError)):
         return EXIT_USAGE
     return EXIT_FAILURE
