@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agentledger.cli import chat, demo, manage, serve, sessions, transfer
+from agentledger.cli import chat, demo, manage, serve, sessions, tools, transfer
 from agentledger.cli.errors import LedgerGroup, state
 
 __all__ = ["app", "main"]
@@ -38,6 +38,7 @@ def _options(
 sessions.register(app)
 transfer.register(app)
 manage.register(app)
+tools.register(app)
 demo.register(app)
 chat.register(app)
 serve.register(app)
