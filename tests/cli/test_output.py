@@ -84,7 +84,7 @@ def test_export_to_stdout_and_import_from_stdin(store: str) -> None:
         "--json",
         input=json.dumps([{"role": "user", "content": "x"}]),
     )
-    assert json.loads(result.stdout) == {"version": 1, "messages": 1}
+    assert json.loads(result.stdout) == {"versions": [1], "messages_written": 1}
 
 
 def test_delete_dry_run_yes_and_json(store: str) -> None:

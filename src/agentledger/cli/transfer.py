@@ -14,11 +14,14 @@ from typing import Annotated
 import typer
 
 from agentledger.cli.errors import EXIT_CONFLICT, EXIT_NOT_FOUND, CliError
+from agentledger.cli.formats import Format, render
 from agentledger.cli.options import SessionArg, StoreOption, TenantOption
 from agentledger.cli.output import JsonOption, Output
 from agentledger.cli.sessions import load_existing
 from agentledger.cli.store import open_ledger
 from agentledger.errors import CodecError, ConflictError
+from agentledger.store.state import CONTEXT
+from agentledger.store.transfer import export_session, import_versions, read_export
 
 __all__ = ["register"]
 
@@ -40,20 +43,51 @@ def export(
     path: Annotated[str, typer.Argument(help="File to write, or - for stdout.")],
     store: StoreOption = None,
     tenant: TenantOption = None,
+    history: Annotated[
+        bool,
+        typer.Option(help="Every version on record, so import reproduces them (jsonl only)."),
+    ] = False,
+    fmt: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            help="jsonl: lossless, import reads it; openai / anthropic: their request "
+            "messages; markdown: a readable transcript.",
+        ),
+    ] = Format.jsonl,
     as_json: JsonOption = False,
 ) -> None:
-    """Export a session to a lossless JSONL file (import reads it back)."""
+    """Export a session: lossless JSONL by default (import reads it back)."""
+    if history and fmt is not Format.jsonl:
+        raise CliError("--history needs --format jsonl (the other formats hold one state)", 2)
     target = _target(path)
     with open_ledger(store, tenant) as ledger:
-        load_existing(ledger, session)
-        if target is None:
-            count = ledger.export(session, sys.stdout.buffer)
+        state = load_existing(ledger, session)
+        if fmt is not Format.jsonl:
+            msgs = state.lists.get(CONTEXT, [])
+            text = render(fmt, session, state.version, msgs)
+            count = len(msgs)
+            if target is None:
+                typer.echo(text, nl=False)
+            else:
+                target.write_text(text, encoding="utf-8")
+        elif target is None:
+            count = export_session(ledger, session, sys.stdout.buffer, history=history)
             sys.stdout.buffer.flush()
         else:
-            count = ledger.export(session, target)
+            count = export_session(ledger, session, target, history=history)
+    what = f"{count} message records" if history else f"{count} messages"
     Output(as_json and target is not None).line(
-        f"exported {count} messages of {session} to {path if target else 'stdout'}",
-        data={"session": session, "messages": count, "path": path},
+        f"exported {what} of {session} v{state.version} ({fmt.value}) to "
+        f"{path if target else 'stdout'}",
+        data={
+            "session": session,
+            "version": state.version,
+            "format": fmt.value,
+            "history": history,
+            "messages": count,
+            "path": path,
+        },
         err=target is None,
     )
 
@@ -103,23 +137,25 @@ def import_(
         try:
             if transcript is not None:
                 report = ledger.import_openai(session or "", transcript, overwrite=overwrite)
+                reports = [report]
             else:
-                report = ledger.import_(data, session=session, overwrite=overwrite)
+                reports = import_versions(ledger, data, session=session, overwrite=overwrite)
         except CodecError as exc:
             raise CodecError(f"{path} cannot be imported: {exc}") from None
         except ConflictError:
             if session is None:
-                from agentledger.store.transfer import read_export
-
                 session = read_export(data)[0]["session"]
             raise CliError(
                 f"session {session!r} already exists; pass --overwrite to replace it (its "
                 "current content stays in its history) or --session to choose another id",
                 EXIT_CONFLICT,
             ) from None
+    first, last = reports[0].version, reports[-1].version
+    versions = f"v{first}" if first == last else f"v{first}..v{last}"
+    written = sum(r.appended + r.replaced for r in reports)
     Output(as_json).line(
-        f"imported {path}: version {report.version}, {report.appended} messages",
-        data={"version": report.version, "messages": report.appended},
+        f"imported {path} as {versions} ({len(reports)} version(s), {written} messages written)",
+        data={"versions": [r.version for r in reports], "messages_written": written},
     )
 
 
