@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agentledger.cli import chat, demo, manage, serve, sessions, tools, transfer
+from agentledger.cli import chat, demo, manage, migrate, serve, sessions, tools, transfer
 from agentledger.cli.errors import LedgerGroup, state
 
 __all__ = ["app", "main"]
@@ -39,6 +39,7 @@ sessions.register(app)
 transfer.register(app)
 manage.register(app)
 tools.register(app)
+migrate.register(app)
 demo.register(app)
 chat.register(app)
 serve.register(app)
