@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentledger.cli import app
+from agentledger.messages import Msg
 from agentledger.store import Ledger
 
 runner = CliRunner()
@@ -109,3 +110,59 @@ def test_export_import_fork_delete(store: str, tmp_path: Path) -> None:
 def test_bad_store_url_is_a_clear_error() -> None:
     result = runner.invoke(app, ["sessions", "--store", "ftp://nope"])
     assert result.exit_code != 0 and "unknown store URL" in result.output
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    for name in COMMANDS:
+        assert f"`agentledger {name}" in section, f"{name} is not in README's Command line"
+    for code in ("1", "2", "3", "4"):
+        assert f"| {code} |" in section
+
+
+def test_settings_come_from_flag_then_environment_then_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    urls = {n: f"sqlite:///{tmp_path / n}.db" for n in ("conf", "env", "flag")}
+    for name, url in urls.items():
+        with Ledger(url, tenant="acme") as ledger:
+            ledger.save(f"in-{name}", [Msg.user(name)])
+    config = tmp_path / "config.toml"
+    config.write_text(f'store = "{urls["conf"]}"\ntenant = "acme"\nmodel = "scripted:x.json"\n')
+    monkeypatch.setenv("AGENTLEDGER_CONFIG", str(config))
+
+    def listed(*args: str, env: dict | None = None) -> list[str]:
+        result = runner.invoke(app, ["sessions", "--json", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return [s["session"] for s in json.loads(result.stdout)]
+
+    assert listed() == ["in-conf"]
+    assert listed(env={"AGENTLEDGER_STORE": urls["env"]}) == ["in-env"]
+    assert listed("--store", urls["flag"], env={"AGENTLEDGER_STORE": urls["env"]}) == ["in-flag"]
+    assert listed("--tenant", "default") == []
+    from agentledger.cli.chat import resolve_model
+
+    assert resolve_model(None) == "scripted:x.json"
+    monkeypatch.setenv("AGENTLEDGER_MODEL", "openai:m")
+    assert resolve_model(None) == "openai:m" and resolve_model("anthropic:c") == "anthropic:c"
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("store = ", "cannot read the config file"),
+        ('colour = "red"', "unknown key(s) colour"),
+        ("tenant = 3", "tenant in"),
+    ],
+)
+def test_a_bad_config_file_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, words: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(content)
+    monkeypatch.setenv("AGENTLEDGER_CONFIG", str(config))
+    result = runner.invoke(app, ["sessions"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and words in result.stderr
+    assert str(config) in result.stderr and result.stderr.count("\n") == 1
