@@ -59,11 +59,15 @@ def test_search_json(store: str) -> None:
     assert _json("search", "nothing-like-this", "--store", store) == []
 
 
-def test_a_terminal_gets_a_table_and_a_pipe_gets_lines() -> None:
+def test_a_terminal_gets_a_table_of_one_line_rows() -> None:
     out = Output(terminal=True)
     out.console = out.console.__class__(record=True, width=80, force_terminal=True)
-    out.table(("a", "b"), [(1, 2)], None, title="t")
-    assert "┃" in out.console.export_text() or "│" in out.console.export_text()
+    long = "word " * 40
+    out.table(("session", "title", "updated (UTC)"), [("s1", long, "2026-12-03 13:51:19")], None)
+    text = out.console.export_text()
+    [row] = [line for line in text.splitlines() if "s1" in line]
+    assert "2026-12-03 13:51:19" in row and "…" in row and len(row) <= 80
+    assert len(text.splitlines()) == 5  # top rule, header, rule, the row, bottom rule
 
 
 def test_export_to_stdout_and_import_from_stdin(store: str) -> None:

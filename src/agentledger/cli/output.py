@@ -22,6 +22,8 @@ from agentledger.messages import Msg
 
 __all__ = ["JsonOption", "Output", "describe", "message_json", "utc"]
 
+_SHORT = 24  # a column at most this wide is never shrunk on a terminal
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
@@ -78,7 +80,20 @@ class Output:
         if self.as_json:
             self.json(data)
         elif self.terminal:
-            table = Table(*columns, title=title, title_justify="left")
+            # one line per row: short columns keep their width, long ones share what is left
+            widths = [max([len(c), *(len(str(r[i])) for r in rows)]) for i, c in enumerate(columns)]
+            long = [w > _SHORT for w in widths]
+            left = self.console.width - 1 - sum(w + 3 for w, x in zip(widths, long) if not x)
+            share = max(8, left // max(1, sum(long)) - 3)
+            table = Table(title=title, title_justify="left")
+            for column, width, is_long in zip(columns, widths, long, strict=True):
+                table.add_column(
+                    column,
+                    no_wrap=True,
+                    overflow="ellipsis",
+                    max_width=share if is_long else None,
+                    min_width=None if is_long else width,
+                )
             for row in rows:
                 table.add_row(*(str(cell) for cell in row))
             self.console.print(table)
