@@ -32,7 +32,12 @@ def test_a_missing_session_is_not_found_in_every_command(store: str, args: list[
     "args", [["show", "chat", "--version", "99"], ["fork", "chat", "x", "--at-version", "99"]]
 )
 def test_a_missing_version_is_not_found(store: str, args: list[str]) -> None:
-    assert_error(cli(*args, "--store", store), EXIT_NOT_FOUND, "version 99", "agentledger history")
+    assert_error(
+        cli(*args, "--store", store),
+        EXIT_NOT_FOUND,
+        "version 99",
+        "agentledger history chat --store",
+    )
 
 
 def test_fork_onto_an_existing_session_is_a_conflict(store: str) -> None:

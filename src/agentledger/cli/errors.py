@@ -72,6 +72,7 @@ class _State:
 
     debug = False
     store: str | None = None  # the store URL the command opened, for "not found" hints
+    session: str | None = None  # the session it works on, for the same
 
 
 state = _State()
@@ -103,7 +104,7 @@ def _hint(exc: BaseException) -> str:
     if isinstance(exc, SessionNotFoundError):
         return f"list the sessions with: agentledger sessions{where}"
     if isinstance(exc, VersionNotFoundError):
-        return f"list the versions with: agentledger history SESSION{where}"
+        return f"list the versions with: agentledger history {state.session or 'SESSION'}{where}"
     if isinstance(exc, SessionBusyError):
         return "another run is using it; wait for it to finish, or use another session"
     if isinstance(exc, ConflictError):
@@ -113,7 +114,7 @@ def _hint(exc: BaseException) -> str:
     if isinstance(exc, CorruptStoreError):
         return "the stored data is damaged; nothing was changed (restore it from a backup)"
     if isinstance(exc, HistoryError):
-        return "see the findings with: agentledger check SESSION"
+        return f"see the findings with: agentledger check {state.session or 'SESSION'}{where}"
     return ""
 
 
@@ -154,7 +155,7 @@ class LedgerGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         state.debug = os.environ.get("AGENTLEDGER_DEBUG", "") not in ("", "0")
-        state.store = None
+        state.store = state.session = None
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             code = result if isinstance(result, int) else 0

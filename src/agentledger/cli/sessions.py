@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from agentledger.cli.errors import EXIT_USAGE, CliError
+from agentledger.cli.errors import state as run
 from agentledger.cli.options import (
     LimitOption,
     OffsetOption,
@@ -27,12 +28,13 @@ __all__ = ["describe", "load_existing", "register"]
 
 def load_existing(ledger: Ledger, session: str, version: int | None = None) -> SessionState:
     """The session (at ``version``), or "not found" naming the store."""
+    run.session = session
     if version == 0:
         raise CliError("version 0 is the empty session before the first commit", EXIT_USAGE)
-    state = ledger.load(session, version=version)
-    if not state.exists:
+    loaded = ledger.load(session, version=version)
+    if not loaded.exists:
         raise SessionNotFoundError(f"no session {session!r} in {ledger.store.location}")
-    return state
+    return loaded
 
 
 def list_sessions(
