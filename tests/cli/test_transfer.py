@@ -91,3 +91,12 @@ def test_export_formats(store: str, tmp_path: Path, fmt: str) -> None:
     assert_error(
         cli("export", "chat", "x", "--format", fmt, "--history", "--store", store), 2, "--history"
     )
+
+
+def test_markdown_keeps_a_result_with_backticks_inside_its_fence() -> None:
+    from agentledger.cli.formats import markdown
+    from agentledger.messages import TextBlock, ToolResultBlock
+
+    result = ToolResultBlock(id="c", name="sh", output=(TextBlock(text="```\nrm -rf\n````"),))
+    text = markdown("s", 1, [Msg("tool", [result])])
+    assert "`````\n```\nrm -rf\n````\n`````" in text

@@ -9,6 +9,7 @@ metadata, usage, history); the others are views of the current context.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 
@@ -30,6 +31,13 @@ class Format(StrEnum):
     markdown = "markdown"
 
 
+def _fenced(body: str, lang: str = "") -> str:
+    """``body`` in a code fence longer than any run of backticks inside it."""
+    runs = re.findall(r"`+", body)
+    fence = "`" * max(3, 1 + max(map(len, runs), default=0))
+    return f"{fence}{lang}\n{body}\n{fence}"
+
+
 def _markdown_block(block: object) -> str:
     if isinstance(block, TextBlock):
         return block.text
@@ -37,11 +45,11 @@ def _markdown_block(block: object) -> str:
         return "\n".join(f"> {line}" for line in (block.thinking or "(redacted)").splitlines())
     if isinstance(block, ToolUseBlock):
         arguments = json.dumps(dict(block.input), ensure_ascii=False, indent=2, default=str)
-        return f"**call** `{block.name}` (`{block.id}`)\n\n```json\n{arguments}\n```"
+        return f"**call** `{block.name}` (`{block.id}`)\n\n{_fenced(arguments, 'json')}"
     if isinstance(block, ToolResultBlock):
         error = " (error)" if block.is_error else ""
         body = "\n".join(_markdown_block(b) for b in block.output)
-        return f"**result**{error} of `{block.id}`\n\n```\n{body}\n```"
+        return f"**result**{error} of `{block.id}`\n\n{_fenced(body)}"
     media_type = getattr(block, "media_type", "")
     where = getattr(block, "url", None) or f"{len(getattr(block, 'data', b'') or b'')} bytes"
     return f"*[{type(block).__name__.removesuffix('Block').lower()} {media_type}, {where}]*"
