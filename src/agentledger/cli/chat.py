@@ -27,7 +27,7 @@ from agentledger.cli.config import setting
 from agentledger.cli.errors import EXIT_USAGE, one_line
 from agentledger.cli.options import StoreOption, TenantOption
 from agentledger.cli.output import describe
-from agentledger.cli.store import resolve_store
+from agentledger.cli.store import open_ledger
 from agentledger.errors import (
     AgentLedgerError,
     ConflictError,
@@ -223,8 +223,7 @@ def chat(
     if spec is None:
         typer.echo(HOW_TO_CONFIGURE, err=True)
         raise typer.Exit(EXIT_USAGE)
-    url = resolve_store(store)
-    ledger = AsyncLedger(url, tenant=setting("tenant", tenant) or "default")
+    ledger = AsyncLedger(open_ledger(store, tenant, create=True))
     agent = ReActAgent(spec, store=ledger, system_prompt=system)
     with ledger.sync.lease(session):  # busy now: say so before anything is typed
         pass

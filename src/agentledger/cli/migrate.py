@@ -13,6 +13,7 @@ default: the configured tenant).
 from __future__ import annotations
 
 import io
+import os
 from contextlib import ExitStack
 from typing import Annotated, Any
 
@@ -68,7 +69,7 @@ def migrate(
     """Copy every session, with every version, to another store, and verify every digest."""
     if resolve_store(from_url) == resolve_store(to_url):
         raise CliError("--from and --to are the same store", EXIT_USAGE)
-    tenants = tenant or [setting("tenant", None) or "default"]
+    tenants = tenant or [setting("tenant", os.environ.get("AGENTLEDGER_TENANT")) or "default"]
     with ExitStack() as stack:
         source = stack.enter_context(open_ledger(from_url, tenants[0]))
         target = stack.enter_context(open_ledger(to_url, tenants[0], create=True))
