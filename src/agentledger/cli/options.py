@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from agentledger.cli.store import default_path
+
 StoreOption = Annotated[
     str | None,
     typer.Option(
@@ -13,7 +15,7 @@ StoreOption = Annotated[
         "-s",
         envvar="AGENTLEDGER_STORE",
         help="Store URL: memory://, jsonl:///dir, sqlite:///file.db, postgresql://... "
-        "(default: the config file's store, else SQLite in the user data directory).",
+        f"(default: the config file's store, else sqlite:///{default_path()}).",
     ),
 ]
 TenantOption = Annotated[
