@@ -89,7 +89,10 @@ def test_usage_errors_exit_2(store: str) -> None:
     assert_error(cli("sessions", "--store", "ftp://nope"), EXIT_USAGE, "unknown store URL")
 
 
-@pytest.mark.parametrize("url", ["sqlite:///{}/nodir/x.db", "jsonl:///{}/nodir"])
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///{}/nodir/x.db", "sqlite:///{}/nodir/x.db?synchronous=full", "jsonl:///{}/nodir"],
+)
 def test_a_read_never_creates_a_store(tmp_path: Path, url: str) -> None:
     url = url.format(tmp_path)
     for args in (["sessions"], ["show", "s"], ["history", "s"], ["search", "hi"]):

@@ -39,8 +39,9 @@ def resolve_store(store: str | None) -> str:
 def _local_path(url: str) -> Path | None:
     """The file or directory a ``sqlite://`` or ``jsonl://`` URL names (None for others)."""
     scheme = url.split("://", 1)[0]
-    if scheme in ("sqlite", "jsonl") and url[len(scheme) + 3 :].startswith("/"):
-        return Path(url[len(scheme) + 4 :])
+    rest = url[len(scheme) + 3 :].split("?", 1)[0]  # options such as ?synchronous=full
+    if scheme in ("sqlite", "jsonl") and rest.startswith("/"):
+        return Path(rest[1:])
     return None
 
 
