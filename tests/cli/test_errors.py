@@ -123,3 +123,12 @@ def test_unreachable_postgres_fails_with_one_line() -> None:
         port = sock.getsockname()[1]
     url = f"postgresql://postgres@127.0.0.1:{port}/test"
     assert_error(cli("sessions", "--store", url), EXIT_FAILURE, "cannot connect to PostgreSQL")
+
+
+def test_a_save_whose_outcome_is_unknown_says_how_to_find_out() -> None:
+    from agentledger.cli.errors import _message, exit_code_for
+    from agentledger.errors import OutcomeUnknownError
+
+    exc = OutcomeUnknownError("saving session 'chat' as version 3 failed, outcome unknown")
+    assert exit_code_for(exc) == EXIT_FAILURE
+    assert "agentledger history" in _message(exc)

@@ -33,6 +33,7 @@ from agentledger.errors import (
     CorruptStoreError,
     HistoryError,
     MissingDependencyError,
+    OutcomeUnknownError,
     SessionBusyError,
     SessionNotFoundError,
     StoreUnavailableError,
@@ -111,6 +112,9 @@ def _hint(exc: BaseException) -> str:
         return "another writer changed it; run the command again"
     if isinstance(exc, StoreUnavailableError):
         return "check that the store is reachable and has space, then retry; nothing was changed"
+    if isinstance(exc, OutcomeUnknownError):
+        session = state.session or "SESSION"
+        return f"see whether it was saved with: agentledger history {session}{where}"
     if isinstance(exc, CorruptStoreError):
         return "the stored data is damaged; nothing was changed (restore it from a backup)"
     if isinstance(exc, HistoryError):
