@@ -1,0 +1,129 @@
+"""``LedgerHistory``: one session's pydantic-ai history, and ``PersistHistory``, which saves it
+during a run.
+
+pydantic-ai carries a conversation as a list of ``ModelMessage`` objects: a run takes them as
+``message_history=`` and returns them all from ``result.all_messages()``. ``LedgerHistory`` loads
+and saves such a list through the ledger's ordinary save, so an unchanged history writes nothing,
+a grown one appends only its new messages and an edited one (a history processor that trims or
+rewrites) writes only what changed, while the replaced messages stay in the ledger's history.
+
+pydantic-ai 2.68 lets code join a run as a *capability* (``Agent(capabilities=[...])`` or
+``agent.run(..., capabilities=[...])``); history processors are capabilities too
+(``ProcessHistory``). ``PersistHistory`` is one: it saves the run's live history
+(``RunContext.messages``) after every step of the run (each model response, each round of tool
+results), and once more when the run ends, whether it ends by returning, raising or being
+cancelled, so a crash mid-run loses at most the step in flight. What it saves is what the
+history processors left, which is what the model saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.capabilities import AbstractCapability
+
+from agentledger.integrations.pydantic_ai.convert import from_msgs, to_msgs
+from agentledger.store.aio import AsyncLedger
+from agentledger.store.ledger import Ledger
+from agentledger.store.state import CONTEXT, SaveReport
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities.abstract import NodeResult, WrapNodeRunHandler, WrapRunHandler
+    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.tools import RunContext
+
+__all__ = ["LedgerHistory", "PersistHistory"]
+
+
+class LedgerHistory:
+    """The pydantic-ai history of one session (list ``name``, default ``"context"``).
+
+    ``ledger`` is a ``Ledger`` or an ``AsyncLedger``; ``load``/``save`` block, ``aload``/``asave``
+    run the same work in a thread for asyncio code.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger | AsyncLedger,
+        session: str,
+        *,
+        tenant: str | None = None,
+        name: str = CONTEXT,
+    ) -> None:
+        self.ledger = ledger.sync if isinstance(ledger, AsyncLedger) else ledger
+        self.session = session
+        self.tenant = tenant
+        self.name = name
+        self.ledger.key(session, tenant)  # a bad id fails here, not at the first save
+
+    def load(self, *, version: int | None = None) -> list[ModelMessage]:
+        """The stored history (at ``version``, default the latest); empty for a new session."""
+        msgs = self.ledger.messages(self.session, self.name, tenant=self.tenant, version=version)
+        return from_msgs(msgs)
+
+    def save(
+        self, messages: Sequence[ModelMessage], *, expected_version: int | None = None
+    ) -> SaveReport:
+        """Make the stored history equal ``messages``, writing only what changed.
+
+        ``expected_version`` works as in ``Ledger.save`` (``ConflictError`` if another writer
+        committed since). The caller's messages are read, never changed.
+        """
+        return self.ledger.save(
+            self.session,
+            to_msgs(messages),
+            name=self.name,
+            tenant=self.tenant,
+            expected_version=expected_version,
+        )
+
+    async def aload(self, *, version: int | None = None) -> list[ModelMessage]:
+        return await asyncio.to_thread(self.load, version=version)
+
+    async def asave(
+        self, messages: Sequence[ModelMessage], *, expected_version: int | None = None
+    ) -> SaveReport:
+        return await asyncio.to_thread(self.save, messages, expected_version=expected_version)
+
+    def capability(self) -> PersistHistory[Any]:
+        """A capability that saves this history during every run it joins."""
+        return PersistHistory(self)
+
+
+@dataclass
+class PersistHistory(AbstractCapability[Any]):
+    """Save the run's history to ``history`` after every step and when the run ends, however
+    it ends (see the module docstring)."""
+
+    history: LedgerHistory
+
+    async def wrap_node_run(
+        self,
+        ctx: RunContext[Any],
+        *,
+        node: Any,
+        handler: WrapNodeRunHandler[Any],
+    ) -> NodeResult[Any]:
+        result = await handler(node)
+        await self.history.asave(list(ctx.messages))
+        return result
+
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
+        try:
+            result = await handler()
+        except BaseException:
+            # Saved without awaiting: a cancelled task may not get to await again.
+            self.history.save(list(ctx.messages))
+            raise
+        await self.history.asave(list(ctx.messages))
+        return result
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live ledger: not part of an agent spec
