@@ -31,8 +31,7 @@ from agentledger._optional import require
 from agentledger.errors import CodecError, UserError
 from agentledger.integrations.pydantic_ai._foreign import foreign_skeleton
 from agentledger.integrations.pydantic_ai._parts import fill_part, part_role, split_part
-from agentledger.messages import Block, Msg, Usage
-from agentledger.messages.checks import MAX_COUNT
+from agentledger.messages import Block, Msg, Usage, checks
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -122,7 +121,7 @@ def _usage(fields: dict[str, Any]) -> Usage | None:
     counts = {}
     for ours, theirs in _USAGE_FIELDS.items():
         value = usage.get(theirs)
-        if type(value) is int and 0 <= value <= MAX_COUNT:
+        if type(value) is int and 0 <= value <= checks.MAX_COUNT:
             counts[ours] = value
             usage[theirs] = None
     usage["__native__"] = sorted(counts)
@@ -139,7 +138,10 @@ def _timestamp(value: Any, parts: list[Any]) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return parsed if parsed.utcoffset() is not None else None
+    try:
+        return checks.timestamp("Msg", "created_at", parsed)
+    except UserError:  # naive, or out of range in UTC: the message keeps its own text anyway
+        return None
 
 
 def from_msgs(msgs: Iterable[Msg]) -> list[ModelMessage]:
