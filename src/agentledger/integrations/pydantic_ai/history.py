@@ -10,7 +10,8 @@ rewrites) writes only what changed, while the replaced messages stay in the ledg
 pydantic-ai 2.68 lets code join a run as a *capability* (``Agent(capabilities=[...])`` or
 ``agent.run(..., capabilities=[...])``); history processors are capabilities too
 (``ProcessHistory``). ``PersistHistory`` is one: it saves the run's live history
-(``RunContext.messages``) after every step of the run (each model response, each round of tool
+(``RunContext.messages``) before each model request (so the new prompt is stored before the
+model is called), after every step of the run (each model response, each round of tool
 results), and once more when the run ends, whether it ends by returning, raising or being
 cancelled, so a crash mid-run loses at most the step in flight. What it saves is what the
 history processors left, which is what the model saw.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
@@ -33,6 +34,7 @@ from agentledger.store.state import CONTEXT, SaveReport
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import NodeResult, WrapNodeRunHandler, WrapRunHandler
     from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
     from pydantic_ai.tools import RunContext
 
@@ -96,10 +98,23 @@ class LedgerHistory:
 
 @dataclass
 class PersistHistory(AbstractCapability[Any]):
-    """Save the run's history to ``history`` after every step and when the run ends, however
-    it ends (see the module docstring)."""
+    """Save the run's history to ``history`` before each model request (the new input is then
+    stored before the model is called), after every step and when the run ends, however it ends
+    (see the module docstring)."""
 
     history: LedgerHistory
+    _live: list[ModelMessage] | None = field(default=None, init=False, repr=False)
+
+    async def for_run(self, ctx: RunContext[Any]) -> PersistHistory:
+        # One copy per run, holding that run's live history list; the instance given to the
+        # agent stays unchanged, so concurrent runs never share it.
+        return PersistHistory(self.history)
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        await self._save(ctx)
+        return request_context
 
     async def wrap_node_run(
         self,
@@ -108,21 +123,29 @@ class PersistHistory(AbstractCapability[Any]):
         node: Any,
         handler: WrapNodeRunHandler[Any],
     ) -> NodeResult[Any]:
+        self._live = ctx.messages
         result = await handler(node)
-        await self.history.asave(list(ctx.messages))
+        await self._save(ctx)
         return result
 
     async def wrap_run(
         self, ctx: RunContext[Any], *, handler: WrapRunHandler
     ) -> AgentRunResult[Any]:
+        # The run-level context is a snapshot from before the run; the live history is the one
+        # the steps saw (``_live``), or the result's.
         try:
             result = await handler()
         except BaseException:
-            # Saved without awaiting: a cancelled task may not get to await again.
-            self.history.save(list(ctx.messages))
+            if self._live is not None:
+                # Saved without awaiting: a cancelled task may not get to await again.
+                self.history.save(list(self._live))
             raise
-        await self.history.asave(list(ctx.messages))
+        await self.history.asave(result.all_messages())
         return result
+
+    async def _save(self, ctx: RunContext[Any]) -> None:
+        self._live = ctx.messages
+        await self.history.asave(list(ctx.messages))
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
