@@ -155,7 +155,7 @@ def test_a_legacy_retry_prompt_loads_as_pydantic_ai_itself_loads_it() -> None:
 
 
 def test_what_cannot_be_stored_or_loaded_is_refused_clearly() -> None:
-    with pytest.raises(UserError, match="ModelMessage"):
+    with pytest.raises(UserError, match="ModelRequest or ModelResponse"):
         to_msgs(["not a message"])  # type: ignore[list-item]
     damaged = to_msgs(sample_history())[0]
     damaged = damaged.replace(metadata={METADATA_KEY: "{not json"})
@@ -174,3 +174,20 @@ def test_without_pydantic_ai_the_import_names_the_extra(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)  # type: ignore[arg-type]
     with pytest.raises(MissingDependencyError, match=r"agentledger\[pydantic-ai\]"):
         importlib.import_module("agentledger.integrations.pydantic_ai")
+
+
+def test_a_message_changed_in_place_is_saved_whatever_was_seen_before() -> None:
+    """Conversions are remembered by content: the same objects edited in place are new content."""
+    ledger = Ledger("memory://")
+    history = LedgerHistory(ledger, "s")
+    messages = sample_history()
+    history.save(messages)
+    loaded = history.load()
+    for label, current in (("saved", messages), ("loaded", loaded)):
+        final = current[-1].parts[0]
+        assert isinstance(final, m.TextPart)
+        final.content = f"edited in the {label} list"
+        report = history.save(current)
+        assert (report.appended, report.replaced, report.truncated) == (0, 1, 0)
+        assert as_json(LedgerHistory(Ledger(ledger.store), "s").load()) == as_json(current)
+    assert history.save(loaded).noop

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentledger._optional import require
 from agentledger.errors import CodecError, UserError
+from agentledger.integrations.pydantic_ai._cache import Conversions
 from agentledger.integrations.pydantic_ai._foreign import foreign_skeleton
 from agentledger.integrations.pydantic_ai._parts import fill_part, part_role, split_part
 from agentledger.messages import Block, Msg, Usage, checks
@@ -55,25 +56,51 @@ def _adapter() -> Any:
     return require("pydantic_ai.messages", "pydantic-ai").ModelMessagesTypeAdapter
 
 
-def to_msgs(messages: Sequence[ModelMessage]) -> list[Msg]:
-    """The ``Msg`` list that stores ``messages`` (see the module docstring)."""
-    try:
-        dumped = _adapter().dump_python(list(messages), mode="json")
-    except Exception as exc:  # pydantic raises several kinds for a non-message item
-        raise UserError(f"messages must be pydantic-ai ModelMessage objects: {exc}") from None
+def to_msgs(
+    messages: Sequence[ModelMessage], *, conversions: Conversions | None = None
+) -> list[Msg]:
+    """The ``Msg`` list that stores ``messages`` (see the module docstring).
+
+    ``conversions`` remembers messages converted before, by content, so that saving a long
+    history again after each step only converts what is new.
+    """
+    types = _message_types()
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise UserError("messages must be a list of pydantic-ai ModelMessage objects")
+    adapter = _adapter()
     out: list[Msg] = []
     seen: dict[str, int] = {}
-    for message in dumped:
-        for msg in _message_msgs(message):
+    for index, message in enumerate(messages):
+        if not isinstance(message, types):
+            raise UserError(
+                f"messages[{index}] must be a pydantic-ai ModelRequest or ModelResponse, "
+                f"got {type(message).__name__}"
+            )
+        raw = adapter.dump_json([message])
+        key = hashlib.blake2b(raw, digest_size=16).digest()
+        msgs = conversions.get(key) if conversions is not None else None
+        if msgs is None:
+            msgs = _message_msgs(json.loads(raw)[0], "pai-" + key.hex())
+            if conversions is not None:
+                conversions.put(key, msgs)
+        for msg in msgs:
             repeats = seen.get(msg.id, 0)
             seen[msg.id] = repeats + 1
             out.append(msg.replace(id=f"{msg.id}~{repeats}") if repeats else msg)
     return out
 
 
-def _message_msgs(message: dict[str, Any]) -> list[Msg]:
-    text = json.dumps(message, ensure_ascii=False, sort_keys=True)
-    base_id = "pai-" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+def message_key(message: ModelMessage) -> bytes:
+    """The digest ``to_msgs`` files a message's conversion under."""
+    return hashlib.blake2b(_adapter().dump_json([message]), digest_size=16).digest()
+
+
+def _message_types() -> tuple[type, ...]:
+    module = require("pydantic_ai.messages", "pydantic-ai")
+    return (module.ModelRequest, module.ModelResponse)
+
+
+def _message_msgs(message: dict[str, Any], base_id: str) -> tuple[Msg, ...]:
     fields = dict(message)
     parts = fields.pop("parts")
     usage = _usage(fields) if fields.get("kind") == "response" else None
@@ -91,7 +118,7 @@ def _message_msgs(message: dict[str, Any]) -> list[Msg]:
         groups[-1][2].append(skeleton)
     if not groups:
         groups.append(("assistant" if fields.get("kind") == "response" else "user", [], []))
-    msgs = []
+    msgs: list[Msg] = []
     for index, (role, blocks, skeletons) in enumerate(groups):
         kept: dict[str, Any] = {"parts": skeletons}
         if index == 0:
@@ -108,7 +135,7 @@ def _message_msgs(message: dict[str, Any]) -> list[Msg]:
                 created_at=created_at,
             )
         )
-    return msgs
+    return tuple(msgs)
 
 
 def _usage(fields: dict[str, Any]) -> Usage | None:
@@ -146,7 +173,13 @@ def _timestamp(value: Any, parts: list[Any]) -> datetime | None:
 
 def from_msgs(msgs: Iterable[Msg]) -> list[ModelMessage]:
     """The pydantic-ai messages stored as ``msgs`` (the inverse of ``to_msgs``)."""
+    return from_msgs_grouped(msgs)[0]
+
+
+def from_msgs_grouped(msgs: Iterable[Msg]) -> tuple[list[ModelMessage], list[tuple[Msg, ...]]]:
+    """``from_msgs``, and for each message the ``Msg`` objects it was read from."""
     dumped: list[dict[str, Any]] = []
+    groups: list[list[Msg]] = []
     for msg in msgs:
         kept = _kept(msg)
         blocks: Iterator[Block] = iter(msg.content)
@@ -155,14 +188,17 @@ def from_msgs(msgs: Iterable[Msg]) -> list[ModelMessage]:
             message["parts"] = []
             _restore_usage(message, msg.usage)
             dumped.append(message)
+            groups.append([])
+        groups[-1].append(msg)
         parts = dumped[-1]["parts"]
         parts.extend(fill_part(skeleton, blocks) for skeleton in kept["parts"])
         if next(blocks, None) is not None:
             raise CodecError(f"message {msg.id!r} holds blocks no pydantic-ai part accounts for")
     try:
-        return list(_adapter().validate_json(json.dumps(dumped, ensure_ascii=False)))
+        messages = _adapter().validate_json(json.dumps(dumped, ensure_ascii=False))
     except ValueError as exc:
         raise CodecError(f"stored pydantic-ai messages do not validate: {exc}") from None
+    return list(messages), [tuple(group) for group in groups]
 
 
 def _kept(msg: Msg) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 
-from agentledger.integrations.pydantic_ai.convert import from_msgs, to_msgs
+from agentledger.integrations.pydantic_ai._cache import Conversions
+from agentledger.integrations.pydantic_ai.convert import from_msgs_grouped, message_key, to_msgs
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT, SaveReport
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from pydantic_ai.tools import RunContext
 
 __all__ = ["LedgerHistory", "PersistHistory"]
+
+_REPEAT = "~"
 
 
 class LedgerHistory:
@@ -61,11 +64,16 @@ class LedgerHistory:
         self.tenant = tenant
         self.name = name
         self.ledger.key(session, tenant)  # a bad id fails here, not at the first save
+        self._conversions = Conversions()
 
     def load(self, *, version: int | None = None) -> list[ModelMessage]:
         """The stored history (at ``version``, default the latest); empty for a new session."""
         msgs = self.ledger.messages(self.session, self.name, tenant=self.tenant, version=version)
-        return from_msgs(msgs)
+        messages, groups = from_msgs_grouped(msgs)
+        for message, group in zip(messages, groups, strict=True):
+            if not any(_REPEAT in msg.id for msg in group):  # a repeat's id depends on its place
+                self._conversions.put(message_key(message), group)
+        return messages
 
     def save(
         self, messages: Sequence[ModelMessage], *, expected_version: int | None = None
@@ -77,7 +85,7 @@ class LedgerHistory:
         """
         return self.ledger.save(
             self.session,
-            to_msgs(messages),
+            to_msgs(messages, conversions=self._conversions),
             name=self.name,
             tenant=self.tenant,
             expected_version=expected_version,
