@@ -13,7 +13,8 @@ from pydantic_ai import messages as m
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agentledger import Ledger
+from agentledger import AsyncLedger, Ledger
+from agentledger.errors import UserError
 from agentledger.integrations.pydantic_ai import LedgerHistory, to_msgs
 
 Adapter = m.ModelMessagesTypeAdapter
@@ -161,3 +162,14 @@ async def test_a_cancelled_run_keeps_every_step_it_took() -> None:
         await run
     stored = history.load()
     assert [type(msg).__name__ for msg in stored] == ["ModelRequest", "ModelResponse"]
+
+
+async def test_a_run_without_the_stored_history_is_refused_before_it_saves() -> None:
+    ledger = AsyncLedger("memory://")
+    history = LedgerHistory(ledger, "s")
+    agent = weather_agent(WeatherModel())
+    first = await agent.run("weather in Paris", capabilities=[history.capability()])
+    with pytest.raises(UserError, match=r"message_history=history\.load"):
+        await agent.run("weather in Oslo", capabilities=[history.capability()])
+    assert as_json(await history.aload()) == as_json(first.all_messages())
+    assert (await history.asave(first.all_messages())).noop

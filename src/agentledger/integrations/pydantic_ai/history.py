@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 
+from agentledger.errors import UserError
 from agentledger.integrations.pydantic_ai._cache import Conversions
 from agentledger.integrations.pydantic_ai.convert import from_msgs_grouped, message_key, to_msgs
 from agentledger.store.aio import AsyncLedger
@@ -91,6 +92,10 @@ class LedgerHistory:
             expected_version=expected_version,
         )
 
+    def stored_count(self) -> int:
+        """How many ``Msg`` rows the stored history has (nothing is decoded)."""
+        return len(self.ledger.messages(self.session, self.name, tenant=self.tenant))
+
     async def aload(self, *, version: int | None = None) -> list[ModelMessage]:
         return await asyncio.to_thread(self.load, version=version)
 
@@ -116,6 +121,15 @@ class PersistHistory(AbstractCapability[Any]):
     async def for_run(self, ctx: RunContext[Any]) -> PersistHistory:
         # One copy per run, holding that run's live history list; the instance given to the
         # agent stays unchanged, so concurrent runs never share it.
+        if not ctx.messages:
+            stored = await asyncio.to_thread(self.history.stored_count)
+            if stored:
+                # Saving this run would replace the session with the run alone: refuse first.
+                raise UserError(
+                    f"session {self.history.session!r} holds {stored} messages but the run was "
+                    "given no message_history; pass message_history=history.load() to continue "
+                    "it, or use a new session"
+                )
         return PersistHistory(self.history)
 
     async def before_model_request(
