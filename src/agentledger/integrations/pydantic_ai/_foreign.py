@@ -12,23 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from agentledger.errors import CodecError
+from agentledger.integrations.pydantic_ai._parts import MEDIA_BLOCKS, URL_KINDS
 from agentledger.messages import (
-    AudioBlock,
     Block,
-    FileBlock,
-    ImageBlock,
     Msg,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    VideoBlock,
 )
 from agentledger.wire.private import RAW_ARGUMENTS_KEY
 
 __all__ = ["foreign_skeleton"]
 
-_URL_KINDS = {ImageBlock: "image-url", AudioBlock: "audio-url", VideoBlock: "video-url"}
+_URL_KIND_OF = {cls: kind for kind, cls in URL_KINDS.items()}
 
 
 def foreign_skeleton(msg: Msg) -> dict[str, Any]:
@@ -111,10 +108,7 @@ def _response_part(msg: Msg, block: Block) -> dict[str, Any]:
             "args": "raw" if raw else "object",
             "native": ["tool_name", "args", "tool_call_id"],
         }
-    if (
-        isinstance(block, (ImageBlock, AudioBlock, VideoBlock, FileBlock))
-        and block.data is not None
-    ):
+    if isinstance(block, MEDIA_BLOCKS) and block.data is not None:
         fields = {"part_kind": "file", "content": None}
         return {"fields": fields, "fill": "file", "item": _item(msg, block), "native": ["content"]}
     _refuse(msg, block)
@@ -124,11 +118,11 @@ def _response_part(msg: Msg, block: Block) -> dict[str, Any]:
 def _item(msg: Msg, block: Block) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"str": True}
-    if isinstance(block, (ImageBlock, AudioBlock, VideoBlock, FileBlock)):
+    if isinstance(block, MEDIA_BLOCKS):
         if block.data is not None:
             media = {"data": None, "media_type": None, "kind": "binary"}
             return {"media": media, "native": ["data", "media_type"]}
-        kind = _URL_KINDS.get(type(block), "document-url")
+        kind = _URL_KIND_OF[type(block)]
         return {
             "media": {"url": None, "kind": kind, "media_type": None},
             "native": ["url", "media_type"],

@@ -39,11 +39,11 @@ from agentledger.messages import (
 )
 from agentledger.wire.private import RAW_ARGUMENTS_KEY
 
-__all__ = ["fill_part", "part_role", "split_part"]
+__all__ = ["MEDIA_BLOCKS", "URL_KINDS", "fill_part", "part_role", "split_part"]
 
 Skeleton = dict[str, Any]
 
-_URL_KINDS: dict[str, type[Block]] = {
+URL_KINDS: dict[str, type[Block]] = {
     "image-url": ImageBlock,
     "audio-url": AudioBlock,
     "video-url": VideoBlock,
@@ -54,7 +54,7 @@ _MEDIA_PREFIXES: tuple[tuple[str, type[Block]], ...] = (
     ("audio/", AudioBlock),
     ("video/", VideoBlock),
 )
-_MEDIA_BLOCKS = (ImageBlock, AudioBlock, VideoBlock, FileBlock)
+MEDIA_BLOCKS = (ImageBlock, AudioBlock, VideoBlock, FileBlock)
 
 #: How a JSON object of tool arguments may have been written (keys sorted, as the store keeps
 #: them), so that the exact text comes back from the block alone.
@@ -253,7 +253,7 @@ def _media(item: Any) -> tuple[Block, Skeleton]:
         data = _decoded(_take(rest, "data", native))
         cls = next((c for p, c in _MEDIA_PREFIXES if media_type.startswith(p)), FileBlock)
         return cls(media_type=media_type, data=data), {"media": rest, "native": native}
-    cls = _URL_KINDS.get(kind)  # type: ignore[arg-type]
+    cls = URL_KINDS.get(kind)  # type: ignore[arg-type]
     if cls is None or not isinstance(item.get("url"), str):
         raise TypeError("not media")
     block = cls(media_type=media_type, url=_take(rest, "url", native))
@@ -358,7 +358,7 @@ def _items(skeletons: list[Skeleton], blocks: Iterator[Any]) -> list[Any]:
 
 
 def _media_item(skeleton: Skeleton, blocks: Iterator[Any]) -> dict[str, Any]:
-    block = _next(blocks, _MEDIA_BLOCKS)
+    block = _next(blocks, MEDIA_BLOCKS)
     native = {"media_type": block.media_type}
     if block.data is not None:
         native["data"] = _encoded(block.data)

@@ -105,19 +105,21 @@ def _message_msgs(message: dict[str, Any], base_id: str) -> tuple[Msg, ...]:
     parts = fields.pop("parts")
     usage = _usage(fields) if fields.get("kind") == "response" else None
     created_at = _timestamp(fields.get("timestamp"), parts)
-    groups: list[tuple[str, list[Block], list[Any]]] = []
+    response = fields.get("kind") == "response"
+    # Consecutive parts that need the same role share a Msg; a part without blocks (role None)
+    # joins the Msg before it, or, at the start, the one the next part with blocks decides.
+    groups: list[tuple[str | None, list[Block], list[Any]]] = []
     for part in parts:
         blocks, skeleton = split_part(part)
-        role = "assistant" if fields.get("kind") == "response" else part_role(part)
-        if not groups or (role is not None and role != groups[-1][0]):
-            if groups and not groups[-1][1] and role is not None and groups[-1][0] == "user":
-                groups[-1] = (role, groups[-1][1], groups[-1][2])  # a blockless start takes it
-            else:
-                groups.append((role or "user", [], []))
+        role = "assistant" if response else part_role(part)
+        if not groups or (role is not None and groups[-1][0] not in (None, role)):
+            groups.append((role, [], []))
+        elif groups[-1][0] is None:
+            groups[-1] = (role, groups[-1][1], groups[-1][2])
         groups[-1][1].extend(blocks)
         groups[-1][2].append(skeleton)
     if not groups:
-        groups.append(("assistant" if fields.get("kind") == "response" else "user", [], []))
+        groups.append((None, [], []))
     msgs: list[Msg] = []
     for index, (role, blocks, skeletons) in enumerate(groups):
         kept: dict[str, Any] = {"parts": skeletons}
@@ -125,7 +127,7 @@ def _message_msgs(message: dict[str, Any], base_id: str) -> tuple[Msg, ...]:
             kept["message"] = fields
         msgs.append(
             Msg(
-                role,  # type: ignore[arg-type]
+                role or ("assistant" if response else "user"),  # type: ignore[arg-type]
                 blocks,
                 id=base_id if index == 0 else f"{base_id}-{index}",
                 metadata={
