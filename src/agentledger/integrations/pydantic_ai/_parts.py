@@ -5,9 +5,9 @@ A part's readable content becomes native blocks: a ``TextPart`` or a prompt a ``
 return a ``ToolResultBlock``, an image, audio, video or document (inline bytes or URL) a media
 block. Everything else about the part (timestamps, provider ids and details, ``part_kind``,
 fields newer pydantic-ai versions add) stays in a *skeleton*: the part's JSON object with the
-values the blocks carry set to ``null`` in place, the list of those keys (``native``) and a
-``fill`` tag that says how to read them back off the blocks. Keeping the keys in place keeps
-every object's key order, which pydantic-ai's JSON shows for free-form values.
+values the blocks carry left out, and a ``fill`` tag that says how to read them back off the
+blocks. Inside free-form values, whose key order pydantic-ai's JSON shows, a media item keeps
+its keys in place (``null``) with the list of those the block carries (``native``).
 
 A part with no native counterpart (a native tool call, a compaction, a kind this module has
 never seen) or whose content a block refuses (a URL with a control character, an integer over
@@ -71,18 +71,29 @@ def part_role(part: dict[str, Any]) -> str | None:
     return _ROLES.get(part.get("part_kind"))  # type: ignore[arg-type]
 
 
-def split_part(part: dict[str, Any]) -> tuple[list[Block], Skeleton]:
-    """The blocks and skeleton of one part's JSON object (``fill_part`` is the inverse)."""
+def split_part(part: dict[str, Any], *, compact: bool) -> tuple[list[Block], Skeleton]:
+    """The blocks and skeleton of one part's JSON object (``fill_part`` is the inverse).
+
+    A part is a dataclass, so the order of its own keys means nothing and the keys the blocks
+    carry are left out of its skeleton. ``compact`` also leaves out keys whose value is
+    ``null``, the default of most fields; the caller checks that the part still reads back
+    exactly and otherwise asks again without it.
+    """
+    blocks: list[Block] = []
+    skeleton: Skeleton = {}
+    fields = dict(part)
     split = _SPLITTERS.get(part.get("part_kind"))  # type: ignore[arg-type]
     if split is not None:
         try:
-            fields = dict(part)
             blocks, skeleton = split(fields)
-            skeleton["fields"] = fields
-            return blocks, skeleton
         except (UserError, CodecError, ValueError, TypeError, KeyError):
-            pass  # kept whole below
-    return [], {"fields": part}
+            blocks, skeleton, fields = [], {}, dict(part)  # kept whole
+        for key in skeleton.pop("native", ()):
+            del fields[key]
+    if compact:
+        fields = {key: value for key, value in fields.items() if value is not None}
+    skeleton["fields"] = fields
+    return blocks, skeleton
 
 
 def fill_part(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any]:
@@ -90,9 +101,7 @@ def fill_part(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any]:
     part: dict[str, Any] = dict(skeleton["fields"])
     fill = skeleton.get("fill")
     if fill is not None:
-        native = _FILLERS[fill](skeleton, blocks)
-        for key in skeleton["native"]:
-            part[key] = native[key]
+        part.update(_FILLERS[fill](skeleton, blocks))
     return part
 
 
@@ -317,15 +326,17 @@ def _fill_thinking(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any
 
 def _fill_tool_call(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any]:
     block = _next(blocks, ToolUseBlock)
+    native: dict[str, Any] = {"tool_name": block.name, "tool_call_id": block.id}
     style = skeleton.get("args")
-    args: Any = None
-    if style == "object":
-        args = json.loads(_dumps(thaw(block.input), "compact"))
+    if style == "none":
+        native["args"] = None
+    elif style == "object":
+        native["args"] = json.loads(_dumps(thaw(block.input), "compact"))
     elif style == "raw":
-        args = block.input[RAW_ARGUMENTS_KEY]
+        native["args"] = block.input[RAW_ARGUMENTS_KEY]
     elif style in _ARGUMENT_STYLES:
-        args = _dumps(thaw(block.input), style)
-    return {"tool_name": block.name, "tool_call_id": block.id, "args": args}
+        native["args"] = _dumps(thaw(block.input), style)
+    return native  # no style: the arguments are kept verbatim in the skeleton
 
 
 def _fill_tool_return(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any]:

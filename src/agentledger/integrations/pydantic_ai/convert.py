@@ -80,7 +80,7 @@ def to_msgs(
         key = hashlib.blake2b(raw, digest_size=16).digest()
         msgs = conversions.get(key) if conversions is not None else None
         if msgs is None:
-            msgs = _message_msgs(json.loads(raw)[0], "pai-" + key.hex())
+            msgs = _converted(raw, "pai-" + key.hex())
             if conversions is not None:
                 conversions.put(key, msgs)
         for msg in msgs:
@@ -100,17 +100,37 @@ def _message_types() -> tuple[type, ...]:
     return (module.ModelRequest, module.ModelResponse)
 
 
-def _message_msgs(message: dict[str, Any], base_id: str) -> tuple[Msg, ...]:
+def _converted(raw: bytes, base_id: str) -> tuple[Msg, ...]:
+    """The Msgs for one message (``raw``: the adapter's JSON of ``[message]``), checked to read
+    back as pydantic-ai itself reads the message back; compact if that form passes the check."""
+    adapter = _adapter()
+    expected = adapter.dump_json(adapter.validate_json(raw))
+    message = json.loads(raw)[0]
+    for compact in (True, False):
+        msgs = _message_msgs(message, base_id, compact=compact)
+        try:
+            if adapter.dump_json(from_msgs(msgs)) == expected:
+                return msgs
+        except CodecError:
+            pass  # a left-out null was a required field: try the full form
+    raise CodecError(
+        f"a pydantic-ai {message.get('kind')} message does not read back exactly: {raw[:200]!r}"
+    )
+
+
+def _message_msgs(message: dict[str, Any], base_id: str, *, compact: bool) -> tuple[Msg, ...]:
     fields = dict(message)
     parts = fields.pop("parts")
-    usage = _usage(fields) if fields.get("kind") == "response" else None
+    usage = _usage(fields, compact) if fields.get("kind") == "response" else None
     created_at = _timestamp(fields.get("timestamp"), parts)
+    if compact:
+        fields = {key: value for key, value in fields.items() if value is not None}
     response = fields.get("kind") == "response"
     # Consecutive parts that need the same role share a Msg; a part without blocks (role None)
     # joins the Msg before it, or, at the start, the one the next part with blocks decides.
     groups: list[tuple[str | None, list[Block], list[Any]]] = []
     for part in parts:
-        blocks, skeleton = split_part(part)
+        blocks, skeleton = split_part(part, compact=compact)
         role = "assistant" if response else part_role(part)
         if not groups or (role is not None and groups[-1][0] not in (None, role)):
             groups.append((role, [], []))
@@ -140,9 +160,10 @@ def _message_msgs(message: dict[str, Any], base_id: str) -> tuple[Msg, ...]:
     return tuple(msgs)
 
 
-def _usage(fields: dict[str, Any]) -> Usage | None:
-    """The message's token counts as a ``Usage``; the counts it holds are left ``null`` in place
-    in the kept fields (other usage fields and any count it cannot hold stay as they are)."""
+def _usage(fields: dict[str, Any], compact: bool) -> Usage | None:
+    """The message's token counts as a ``Usage``. The counts it holds leave the kept usage
+    fields (a count it cannot hold stays there); ``compact`` also leaves out zeros, the
+    defaults. Loading fills every count missing from the kept fields from the ``Usage``."""
     usage = fields.get("usage")
     if not isinstance(usage, dict):
         return None
@@ -151,9 +172,9 @@ def _usage(fields: dict[str, Any]) -> Usage | None:
     for ours, theirs in _USAGE_FIELDS.items():
         value = usage.get(theirs)
         if type(value) is int and 0 <= value <= checks.MAX_COUNT:
-            counts[ours] = value
-            usage[theirs] = None
-    usage["__native__"] = sorted(counts)
+            counts[ours] = usage.pop(theirs)
+    if compact:
+        fields["usage"] = {k: v for k, v in usage.items() if v not in (None, 0, {})}
     return Usage(**counts)
 
 
@@ -222,8 +243,9 @@ def _kind(msg: Msg) -> str:
 
 def _restore_usage(message: dict[str, Any], usage: Usage | None) -> None:
     kept = message.get("usage")
-    if not isinstance(kept, dict) or "__native__" not in kept:
+    if not isinstance(kept, dict):
         return
     kept = message["usage"] = dict(kept)
-    for ours in kept.pop("__native__"):
-        kept[_USAGE_FIELDS[ours]] = getattr(usage, ours) if usage is not None else 0
+    for ours, theirs in _USAGE_FIELDS.items():
+        if theirs not in kept:
+            kept[theirs] = getattr(usage, ours) if usage is not None else 0
