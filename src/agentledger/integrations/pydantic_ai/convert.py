@@ -10,6 +10,12 @@ like any other; what the blocks cannot carry is kept as JSON text under the priv
 ``_pydantic_ai`` (never sent to a provider). The first ``Msg`` of a message holds the message's
 own fields there (``"message"``), which is how loading knows where the next message starts.
 
+Every message is checked when it is first converted: its ``Msg`` objects must read back as the
+JSON pydantic-ai itself reads the message back as, or it is refused with ``CodecError`` before
+anything is stored. The check also lets the kept fields leave out what equals pydantic-ai's
+defaults (``null`` fields, zero counts) whenever the message still reads back exactly, which
+keeps a stored turn smaller than pydantic-ai's own JSON of it.
+
 Ids and every other ``Msg`` field are derived from the message's content alone, never from
 object identity or the clock: converting the same history twice gives equal lists, so saving
 an unchanged history writes nothing and a grown one appends only the new messages. A message
