@@ -8,10 +8,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai import messages as m
 from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.conversation import ConversationTypeAdapter
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 from agentledger import AsyncLedger, Ledger
 from agentledger.errors import UserError
@@ -173,3 +175,43 @@ async def test_a_run_without_the_stored_history_is_refused_before_it_saves() -> 
         await agent.run("weather in Oslo", capabilities=[history.capability()])
     assert as_json(await history.aload()) == as_json(first.all_messages())
     assert (await history.asave(first.all_messages())).noop
+
+
+async def test_a_conversation_paused_for_approval_is_stored_whole_and_resumed(
+    tmp_path: Path,
+) -> None:
+    """``Conversation`` carries usage, its id and the deferred tool calls a paused run waits on;
+    all of it is stored with the messages in one commit and comes back in a new process."""
+    agent = Agent(TestModel(), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file(path: str) -> str:
+        return f"deleted {path}"
+
+    url = f"jsonl:///{tmp_path}/store"
+    with Ledger(url) as ledger:
+        history = LedgerHistory(ledger, "ops")
+        started = history.load_conversation()
+        assert started.conversation_id == "ops" and not started.messages
+        paused = await agent.run(
+            "delete a", conversation=started, capabilities=[history.capability()]
+        )
+        assert isinstance(paused.output, DeferredToolRequests)
+    with Ledger(url) as ledger:
+        history = LedgerHistory(ledger, "ops")
+        conversation = history.load_conversation()
+        assert ConversationTypeAdapter.dump_json(conversation) == ConversationTypeAdapter.dump_json(
+            paused.conversation
+        )
+        pending = conversation.deferred_tool_requests
+        assert pending is not None and [c.tool_name for c in pending.approvals] == ["delete_file"]
+        done = await agent.run(
+            conversation=conversation,
+            deferred_tool_results=pending.build_results(approve_all=True),
+            capabilities=[history.capability()],
+        )
+        assert "deleted a" in str(done.output)
+        stored = history.load_conversation()
+        assert stored.deferred_tool_requests is None
+        assert stored.usage.requests == done.conversation.usage.requests == 2
+        assert as_json(stored.messages) == as_json(done.all_messages())

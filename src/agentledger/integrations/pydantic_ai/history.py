@@ -6,6 +6,10 @@ pydantic-ai carries a conversation as a list of ``ModelMessage`` objects: a run 
 and saves such a list through the ledger's ordinary save, so an unchanged history writes nothing,
 a grown one appends only its new messages and an edited one (a history processor that trims or
 rewrites) writes only what changed, while the replaced messages stay in the ledger's history.
+pydantic-ai 2.68 also bundles a history with what the messages cannot say (the running usage,
+the conversation id, the deferred tool calls a paused run waits on) as a ``Conversation``, for
+``conversation=``; ``load_conversation``/``save_conversation`` store those beside the messages,
+in the same commit.
 
 pydantic-ai 2.68 lets code join a run as a *capability* (``Agent(capabilities=[...])`` or
 ``agent.run(..., capabilities=[...])``); history processors are capabilities too
@@ -13,8 +17,10 @@ pydantic-ai 2.68 lets code join a run as a *capability* (``Agent(capabilities=[.
 (``RunContext.messages``) before each model request (so the new prompt is stored before the
 model is called), after every step of the run (each model response, each round of tool
 results), and once more when the run ends, whether it ends by returning, raising or being
-cancelled, so a crash mid-run loses at most the step in flight. What it saves is what the
-history processors left, which is what the model saw.
+cancelled, so a crash mid-run loses at most the step in flight (the last save stores the run's
+whole ``Conversation``). What it saves is what the history processors left, which is what the
+model saw. A run given no history on a session that holds one is refused before it starts,
+since saving it would replace the session with that run alone.
 """
 
 from __future__ import annotations
@@ -25,10 +31,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.run import AgentRunResult
 
+from agentledger._optional import require
 from agentledger.errors import UserError
 from agentledger.integrations.pydantic_ai._cache import Conversions
 from agentledger.integrations.pydantic_ai.convert import from_msgs_grouped, message_key, to_msgs
+from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT, SaveReport
@@ -37,12 +47,19 @@ if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import NodeResult, WrapNodeRunHandler, WrapRunHandler
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import ModelRequestContext
-    from pydantic_ai.run import AgentRunResult
     from pydantic_ai.tools import RunContext
 
-__all__ = ["LedgerHistory", "PersistHistory"]
+__all__ = ["CONVERSATION_VALUE", "LedgerHistory", "PersistHistory"]
+
+CONVERSATION_VALUE = "pydantic_ai"
+"""Session value holding a saved ``Conversation``'s fields besides its messages (JSON text)."""
 
 _REPEAT = "~"
+_NOT_KEPT = {"messages", "new_message_index"}
+
+
+def _conversation_type() -> Any:
+    return require("pydantic_ai.conversation", "pydantic-ai").ConversationTypeAdapter
 
 
 class LedgerHistory:
@@ -69,7 +86,12 @@ class LedgerHistory:
 
     def load(self, *, version: int | None = None) -> list[ModelMessage]:
         """The stored history (at ``version``, default the latest); empty for a new session."""
-        msgs = self.ledger.messages(self.session, self.name, tenant=self.tenant, version=version)
+        return self._read(
+            self.ledger.messages(self.session, self.name, tenant=self.tenant, version=version)
+        )
+
+    def _read(self, msgs: list[Msg]) -> list[ModelMessage]:
+        """The messages stored as ``msgs``, remembered so that saving them again is cheap."""
         messages, groups = from_msgs_grouped(msgs)
         for message, group in zip(messages, groups, strict=True):
             if not any(_REPEAT in msg.id for msg in group):  # a repeat's id depends on its place
@@ -90,6 +112,53 @@ class LedgerHistory:
             name=self.name,
             tenant=self.tenant,
             expected_version=expected_version,
+        )
+
+    def load_conversation(self) -> Conversation:
+        """The stored history as a pydantic-ai ``Conversation`` (for ``conversation=``), with the
+        usage, id and pending deferred tool calls ``save_conversation`` kept beside it; a new
+        session gives an empty conversation whose id is the session id."""
+        conversation_type = _conversation_type()
+        state = self.ledger.load(self.session, tenant=self.tenant)
+        kept = state.values.get(CONVERSATION_VALUE)
+        conversation = (
+            conversation_type.validate_json(kept)
+            if isinstance(kept, str)
+            else Conversation(conversation_id=self.session)
+        )
+        conversation.messages = self._read(state.lists.get(self.name, []))
+        return conversation
+
+    def save_conversation(
+        self,
+        conversation: Conversation | AgentRunResult[Any],
+        *,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        """Store a ``Conversation`` (or a run result's): its messages as ``save`` does, and its
+        usage, id and deferred tool calls as the session value ``"pydantic_ai"``, in one commit."""
+        if not isinstance(conversation, Conversation):
+            conversation = conversation.conversation
+        rest = _conversation_type().dump_json(conversation, exclude=_NOT_KEPT).decode()
+        return self.ledger.save_state(
+            self.session,
+            lists={self.name: to_msgs(conversation.messages, conversions=self._conversions)},
+            values={CONVERSATION_VALUE: rest},
+            tenant=self.tenant,
+            expected_version=expected_version,
+        )
+
+    async def aload_conversation(self) -> Conversation:
+        return await asyncio.to_thread(self.load_conversation)
+
+    async def asave_conversation(
+        self,
+        conversation: Conversation | AgentRunResult[Any],
+        *,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        return await asyncio.to_thread(
+            self.save_conversation, conversation, expected_version=expected_version
         )
 
     def stored_count(self) -> int:
@@ -162,7 +231,7 @@ class PersistHistory(AbstractCapability[Any]):
                 # Saved without awaiting: a cancelled task may not get to await again.
                 self.history.save(list(self._live))
             raise
-        await self.history.asave(result.all_messages())
+        await self.history.asave_conversation(result)  # usage and deferred calls too
         return result
 
     async def _save(self, ctx: RunContext[Any]) -> None:
