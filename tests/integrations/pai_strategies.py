@@ -48,7 +48,11 @@ urls = st.builds(
     st.sampled_from([("png", "image/png"), ("mp3", "audio/mpeg"), ("pdf", None), ("mp4", None)]),
 )
 media = binary | urls
-user_items = st.lists(texts | media | st.builds(m.TextContent, content=texts), max_size=4)
+uploads = st.builds(m.UploadedFile, file_id=ids, provider_name=st.sampled_from(["openai", "xai"]))
+user_items = st.lists(
+    texts | media | uploads | st.builds(m.TextContent, content=texts) | st.just(m.CachePoint()),
+    max_size=4,
+)
 
 
 def _args_text(obj: dict[str, Any], style: int) -> str:
