@@ -215,3 +215,19 @@ async def test_a_conversation_paused_for_approval_is_stored_whole_and_resumed(
         assert stored.deferred_tool_requests is None
         assert stored.usage.requests == done.conversation.usage.requests == 2
         assert as_json(stored.messages) == as_json(done.all_messages())
+
+
+async def test_a_streamed_run_is_persisted_whole() -> None:
+    """``run_stream`` skips the step hooks for its final, streamed answer; the end-of-run save
+    still stores it."""
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        return "rain"
+
+    history = LedgerHistory(Ledger("memory://"), "s")
+    async with agent.run_stream("hi", capabilities=[history.capability()]) as run:
+        await run.get_output()
+    assert len(run.all_messages()) == 4
+    assert as_json(history.load()) == as_json(run.all_messages())
