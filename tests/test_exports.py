@@ -13,6 +13,7 @@ MODULES = [
     "agentledger.agent",
     "agentledger.context",
     "agentledger.errors",
+    "agentledger.integrations.pydantic_ai",
     "agentledger.messages",
     "agentledger.store",
     "agentledger.testing",
@@ -41,6 +42,7 @@ def test_root_exports_public_names_only() -> None:
         "agent",
         "server",
         "context",
+        "integrations",
     }
     assert public - submodules - {"annotations"} <= set(agentledger.__all__)
 
@@ -52,7 +54,7 @@ def test_core_imports_without_optional_extras() -> None:
 
     code = (
         "import sys, agentledger, agentledger.store, agentledger.wire, agentledger.agent;"
-        "heavy = {'fastapi', 'openai', 'anthropic', 'psycopg', 'ag_ui', 'uvicorn'};"
+        "heavy = {'fastapi', 'openai', 'anthropic', 'psycopg', 'ag_ui', 'uvicorn', 'pydantic_ai'};"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,0 +1,2 @@
+"""Adapters that plug agentledger into other agent frameworks; each module imports its framework
+lazily."""
