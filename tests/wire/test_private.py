@@ -127,7 +127,7 @@ def test_public_metadata_round_trips_bytes() -> None:
 
 
 def test_arguments_helpers() -> None:
-    assert parse_arguments('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert parse_arguments('{"a": [1, 2]}') == {"a": (1, 2)}
     assert parse_arguments("") == {} and parse_arguments(None) == {}
     assert parse_arguments("nope") == {"_raw_arguments": "nope"}
     colliding = '{"_raw_arguments": "x"}'  # valid JSON that looks like our marker

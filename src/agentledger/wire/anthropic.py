@@ -52,9 +52,9 @@ from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     ANTHROPIC_EXTRA_KEY,
     PROVIDER_FILE_KEY,
+    arguments_object,
     block_type,
     content_id,
-    input_object,
     is_private,
     keep_unknown,
     require_fits,
@@ -124,7 +124,7 @@ def _block(block: Block, msg: Msg) -> dict[str, Any] | None:
             "type": "tool_use",
             "id": block.id,
             "name": block.name,
-            "input": input_object(block.input),
+            "input": arguments_object(block),
         }
     if isinstance(block, ToolResultBlock):
         return _tool_result(block)

@@ -14,8 +14,12 @@ Mapping, and where the format cannot carry something:
   it off for strict providers, which reject unknown keys. ``from_openai`` reads ``"id"`` when
   present. Otherwise ``ids="given"`` makes a fresh id and ``ids="derived"`` derives one from the
   position and the content, so the same dict at the same position always gives the same message.
-- Reasoning travels as ``reasoning_content`` (vLLM, DeepSeek, llama.cpp); ``reasoning`` is read
-  too. Signatures and redacted reasoning have no place here and are not written.
+- Reasoning is read from ``reasoning_content`` (vLLM, DeepSeek, llama.cpp) or ``reasoning``. It is
+  written back only when asked (``reasoning=``): OpenAI and strict compatible servers reject the
+  key, and a server should get back only the reasoning it wrote itself. Signed and redacted
+  reasoning (Anthropic's) is never written.
+- A refusal (``refusal``, streamed or a ``refusal`` content part) is a text block marked
+  ``{"refusal": True}`` and is written back as ``refusal``, never as ``content``.
 - Tool-call arguments are a JSON string; arguments that are not a JSON object are kept verbatim
   (see ``private``). ``is_error`` and tool-result names are not part of the format: names are
   recovered from the matching call, ``is_error`` is lost.
@@ -60,13 +64,14 @@ from agentledger.messages.msg import Msg
 from agentledger.wire.private import (
     OPENAI_EXTRA_KEY,
     PROVIDER_FILE_KEY,
+    REASONING_SOURCE_KEY,
+    REFUSAL_KEY,
     SOURCE_ROLE_KEY,
+    arguments_text,
     block_type,
     content_id,
-    dump_arguments,
     is_private,
     keep_unknown,
-    parse_arguments,
     require_fits,
 )
 
@@ -95,18 +100,34 @@ _PART_KEYS = {
 
 
 # -- Msg -> OpenAI ------------------------------------------------------------------------------
-def to_openai(msgs: Iterable[Msg], *, include_ids: bool = False) -> list[dict[str, Any]]:
-    """Chat-completions message dicts for ``msgs`` (new dicts; nothing private is written)."""
+def to_openai(
+    msgs: Iterable[Msg], *, include_ids: bool = False, reasoning: bool | str = False
+) -> list[dict[str, Any]]:
+    """Chat-completions message dicts for ``msgs`` (new dicts; nothing private is written).
+
+    ``reasoning`` says which thinking is written as ``reasoning_content``: none (``False``, the
+    default: OpenAI and strict compatible servers reject the key), every unsigned thinking block
+    (``True``), or only the blocks a given server wrote (its source tag, see
+    ``REASONING_SOURCE_KEY``).
+    """
+    if not isinstance(reasoning, (bool, str)):
+        raise UserError(f"reasoning must be a bool or a source tag, got {reasoning!r}")
     out: list[dict[str, Any]] = []
     for msg in msgs:
         if msg.role == "tool":
             out.extend(_tool_dicts(msg, include_ids))
         else:
-            out.append(_message_dict(msg, include_ids))
+            out.append(_message_dict(msg, include_ids, reasoning))
     return out
 
 
-def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
+def _sent_reasoning(block: Block, reasoning: bool | str) -> bool:
+    if not isinstance(block, ThinkingBlock) or block.redacted or block.signature or not reasoning:
+        return False
+    return reasoning is True or block.metadata.get(REASONING_SOURCE_KEY) == reasoning
+
+
+def _message_dict(msg: Msg, include_ids: bool, reasoning: bool | str) -> dict[str, Any]:
     role: str = msg.role
     if role == "system" and msg.metadata.get(SOURCE_ROLE_KEY) == "developer":
         role = "developer"
@@ -122,7 +143,7 @@ def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
         return d
     parts, refusals = [], []
     for block in msg.content:
-        if isinstance(block, TextBlock) and block.metadata.get(_REFUSAL) is True:
+        if isinstance(block, TextBlock) and block.metadata.get(REFUSAL_KEY) is True:
             refusals.append(block)
         elif not isinstance(block, (ThinkingBlock, ToolUseBlock)):
             parts.append(block)
@@ -133,7 +154,7 @@ def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
         d["content"] = None if calls or refusals else ""
     if refusals:
         d[_REFUSAL] = "\n".join(b.text for b in refusals)
-    thinking = [b.thinking for b in msg.content if isinstance(b, ThinkingBlock) and not b.redacted]
+    thinking = [b.thinking for b in msg.content if _sent_reasoning(b, reasoning)]
     if thinking:
         d["reasoning_content"] = "\n".join(thinking)
     if calls:
@@ -141,7 +162,7 @@ def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": dump_arguments(c.input)},
+                "function": {"name": c.name, "arguments": arguments_text(c)},
             }
             for c in calls
         ]
@@ -306,7 +327,7 @@ def _from_dict(d: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, s
             content.append(ThinkingBlock(thinking=reasoning))
         content.extend(_blocks(d.get("content"), index))
         if d.get(_REFUSAL):
-            content.append(TextBlock(text=d[_REFUSAL], metadata={_REFUSAL: True}))
+            content.append(TextBlock(text=d[_REFUSAL], metadata={REFUSAL_KEY: True}))
         for call in d.get("tool_calls") or ():
             content.append(_tool_use(call, index, names))
     else:
@@ -334,8 +355,10 @@ def _tool_use(call: Any, index: int, names: dict[str, str]) -> ToolUseBlock:
     known = frozenset(("id", "function", "type")) if call.get("type") == "function" else None
     metadata = keep_unknown(call, known or frozenset(("id", "function")), OPENAI_EXTRA_KEY)
     _keep_nested(function, "function", frozenset(("name", "arguments")), metadata)
-    arguments = parse_arguments(function.get("arguments"))
-    return ToolUseBlock(id=call_id, name=name, input=arguments, metadata=metadata)
+    text = function.get("arguments")
+    if text is not None and not isinstance(text, str):
+        raise UserError(f"message {index}: tool call {call_id!r} has arguments that are not text")
+    return ToolUseBlock(id=call_id, name=name, arguments=text, metadata=metadata)
 
 
 def _keep_nested(
@@ -376,7 +399,7 @@ def _part_block(kind: str, part: Mapping[str, Any], index: int) -> Block:
     if kind == "text":
         return TextBlock(text=part.get("text", ""))
     if kind == _REFUSAL:
-        return TextBlock(text=part.get(_REFUSAL, ""), metadata={_REFUSAL: True})
+        return TextBlock(text=part.get(_REFUSAL, ""), metadata={REFUSAL_KEY: True})
     if kind == "image_url":
         image = part["image_url"]
         image = image if isinstance(image, Mapping) else {"url": image}

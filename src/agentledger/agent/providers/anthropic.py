@@ -281,7 +281,8 @@ class _EventReader:
         if btype == "tool_use":
             ordinal = len(self.tools)
             self.tools[index] = (ordinal, block.id)
-            events: list[ModelEvent] = [ToolCallStart(ordinal, block.id, block.name)]
+            start = ToolCallStart(ordinal, block.id, block.name, text_arguments=False)
+            events: list[ModelEvent] = [start]
             initial = getattr(block, "input", None)
             if initial:  # normally {} with the input streamed as JSON deltas
                 events.append(ToolCallDelta(ordinal, block.id, json.dumps(initial)))
