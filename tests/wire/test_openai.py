@@ -256,7 +256,12 @@ _user_blocks = st.lists(
         _text.map(lambda t: TextBlock(text=t)),
         st.binary(max_size=32).map(lambda b: ImageBlock(media_type="image/webp", data=b)),
         st.binary(max_size=32).map(lambda b: AudioBlock(media_type="audio/mpeg", data=b)),
-        st.binary(max_size=32).map(lambda b: FileBlock(media_type="application/pdf", data=b)),
+        st.builds(
+            FileBlock,
+            media_type=st.just("application/pdf"),
+            data=st.binary(max_size=32),
+            filename=st.text(min_size=1, max_size=8),  # without one it gets "file.pdf"
+        ),
     ),
     min_size=2,
     max_size=5,

@@ -48,17 +48,18 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
+from agentledger.wire.media import ANTHROPIC_IMAGE_TYPES, media_note, normal_media_type
 from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     ANTHROPIC_EXTRA_KEY,
     PROVIDER_FILE_KEY,
     arguments_object,
-    block_type,
     content_id,
     is_private,
     keep_unknown,
     require_fits,
 )
+from agentledger.wire.tool_ids import ToolIds, restore_ids
 
 __all__ = ["from_anthropic", "to_anthropic"]
 
@@ -76,32 +77,43 @@ _BLOCK_KEYS = {
 }
 _SOURCE_KEYS = frozenset(("type", "media_type", "data", "url", "file_id"))
 _TURN_KEYS = frozenset(("role", "content", "id"))
+_THINKING = ("thinking", "redacted_thinking")
 
 
 # -- Msg -> Anthropic ---------------------------------------------------------------------------
-def to_anthropic(msgs: Iterable[Msg]) -> tuple[System, list[dict[str, Any]]]:
-    """``(system, messages)`` for a Messages API request; turns strictly alternate."""
+def to_anthropic(
+    msgs: Iterable[Msg], *, tool_ids: ToolIds | None = None
+) -> tuple[System, list[dict[str, Any]]]:
+    """``(system, messages)`` for a Messages API request; turns strictly alternate.
+
+    Tool-call ids outside Anthropic's pattern are mapped (``tool_ids``, see ``wire.tool_ids``;
+    pass one to map the reply's ids back).
+    """
+    ids = ToolIds("anthropic") if tool_ids is None else tool_ids
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     for msg in msgs:
         if msg.role == "system":
-            system.extend(b.text if isinstance(b, TextBlock) else _note(b) for b in msg.content)  # type: ignore[arg-type]
+            system.extend(
+                b.text if isinstance(b, TextBlock) else media_note(b, "a system prompt is text")
+                for b in msg.content
+            )
             continue
         role = "assistant" if msg.role == "assistant" else "user"
-        blocks = [out for b in msg.content if (out := _block(b, msg)) is not None]
+        blocks = [out for b in msg.content if (out := _block(b, msg, ids)) is not None]
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
-    for turn in turns:  # the API wants a user turn's tool results before anything else
-        if turn["role"] == "user":
-            content = turn["content"]
-            turn["content"] = [b for b in content if b["type"] == "tool_result"] + [
-                b for b in content if b["type"] != "tool_result"
-            ]
-    system = [s for s in system if s]
+    for turn in turns:  # tool results open a user turn, thinking an assistant turn
+        first = "tool_result" if turn["role"] == "user" else _THINKING
+        content = turn["content"]
+        turn["content"] = [b for b in content if b["type"] in first] + [
+            b for b in content if b["type"] not in first
+        ]
+    system = [s for s in system if s.strip()]
     if not system:
         return None, turns
     if len(system) == 1:
@@ -109,10 +121,10 @@ def to_anthropic(msgs: Iterable[Msg]) -> tuple[System, list[dict[str, Any]]]:
     return [{"type": "text", "text": s} for s in system], turns
 
 
-def _block(block: Block, msg: Msg) -> dict[str, Any] | None:
+def _block(block: Block, msg: Msg, ids: ToolIds) -> dict[str, Any] | None:
     require_fits(msg, block)
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, TextBlock):  # the API refuses empty and whitespace-only text
+        return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ThinkingBlock):
         if block.redacted:
             return {"type": "redacted_thinking", "data": block.thinking}
@@ -122,26 +134,26 @@ def _block(block: Block, msg: Msg) -> dict[str, Any] | None:
     if isinstance(block, ToolUseBlock):
         return {
             "type": "tool_use",
-            "id": block.id,
+            "id": ids.wire(block.id),
             "name": block.name,
             "input": arguments_object(block),
         }
     if isinstance(block, ToolResultBlock):
-        return _tool_result(block)
+        return _tool_result(block, ids.wire(block.id))
     if msg.role == "assistant":  # the API takes media from users and tools only
-        return {"type": "text", "text": _note(block)}
+        return _note(block, "Anthropic takes media from users and tools only")
     return _media(block)
 
 
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
+def _tool_result(block: ToolResultBlock, wire_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id}
     if len(block.output) == 1 and isinstance(block.output[0], TextBlock):
         out["content"] = block.output[0].text
     elif block.output:
         parts = []
         for b in block.output:
             if isinstance(b, TextBlock):
-                if b.text:
+                if b.text.strip():
                     parts.append({"type": "text", "text": b.text})
             else:
                 parts.append(_media(b))
@@ -152,21 +164,34 @@ def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
 
 
 def _media(block: MediaBlock) -> dict[str, Any]:
-    kind = {ImageBlock: "image", FileBlock: "document"}.get(type(block))
-    if kind is None:
-        return {"type": "text", "text": _note(block)}
+    media_type = normal_media_type(block.media_type)
+    if isinstance(block, ImageBlock):
+        kind = "image"
+        if block.data is not None and media_type not in ANTHROPIC_IMAGE_TYPES:
+            return _note(block, "Anthropic takes jpeg, png, gif and webp images")
+    elif isinstance(block, FileBlock):
+        kind = "document"
+        if block.data is not None and media_type not in ("application/pdf", "text/plain"):
+            return _note(block, "Anthropic takes PDF and plain-text documents")
+        by_url = block.url is not None and PROVIDER_FILE_KEY not in block.metadata
+        if by_url and media_type != "application/pdf":
+            return _note(block, "Anthropic fetches only PDF documents by URL")
+    else:
+        return _note(block, "Anthropic takes no audio or video")
     source: dict[str, Any]
     if block.data is not None:
-        text = _utf8(block.data) if block.media_type == "text/plain" else None
+        text = _utf8(block.data) if media_type == "text/plain" else None
         if text is not None:
             source = {"type": "text", "media_type": "text/plain", "data": text}
+        elif media_type == "text/plain":
+            return _note(block, "a plain-text document must be UTF-8")
         else:
             data = base64.b64encode(block.data).decode("ascii")
-            source = {"type": "base64", "media_type": block.media_type, "data": data}
+            source = {"type": "base64", "media_type": media_type, "data": data}
     elif block.metadata.get(PROVIDER_FILE_KEY) == "anthropic":
         source = {"type": "file", "file_id": block.url}
-    elif PROVIDER_FILE_KEY in block.metadata:  # another provider's handle means nothing here
-        return {"type": "text", "text": _note(block)}
+    elif PROVIDER_FILE_KEY in block.metadata:
+        return _note(block, "another provider's file handle means nothing to Anthropic")
     else:
         source = {"type": "url", "url": block.url}
     out: dict[str, Any] = {"type": kind, "source": source}
@@ -182,19 +207,23 @@ def _utf8(data: bytes) -> str | None:
         return None
 
 
-def _note(block: Block) -> str:
-    media_type = getattr(block, "media_type", "")
-    return f"[{block_type(block)} ({media_type}) omitted: not supported by the Anthropic API here]"
+def _note(block: Block, why: str) -> dict[str, Any]:
+    return {"type": "text", "text": media_note(block, why)}
 
 
 # -- Anthropic -> Msg ---------------------------------------------------------------------------
 def from_anthropic(
-    messages: Sequence[Mapping[str, Any]], system: System = None, *, ids: IdMode = "given"
+    messages: Sequence[Mapping[str, Any]],
+    system: System = None,
+    *,
+    ids: IdMode = "given",
+    tool_ids: ToolIds | None = None,
 ) -> list[Msg]:
     """Messages for a Messages API ``system`` + ``messages`` pair (both only read).
 
     A user turn becomes a ``tool`` message holding its tool results and a ``user`` message
     holding the rest, in their order; ``created_at`` is ``None`` so conversion is deterministic.
+    ``tool_ids``: the mapping ``to_anthropic`` used, to read mapped tool-call ids back.
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
@@ -225,7 +254,7 @@ def from_anthropic(
         for n, (role, run) in enumerate(runs or [(d["role"], [])]):
             msg_id = _id(d, index, n, ids)
             out.append(Msg(role, run, id=msg_id, metadata=metadata, created_at=None))  # type: ignore[arg-type]
-    return out
+    return restore_ids(out, tool_ids)
 
 
 def _id(d: Mapping[str, Any], index: int, n: int, ids: IdMode) -> str:

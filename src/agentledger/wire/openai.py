@@ -23,10 +23,12 @@ Mapping, and where the format cannot carry something:
 - Tool-call arguments are a JSON string; arguments that are not a JSON object are kept verbatim
   (see ``private``). ``is_error`` and tool-result names are not part of the format: names are
   recovered from the matching call, ``is_error`` is lost.
-- Media: user messages carry images (``image_url``, data URLs or links), audio (``input_audio``,
-  inline only) and files (``file``: inline ``file_data`` or a provider ``file_id``). Anything the
-  API refuses at a given place (video, media in system/assistant/tool messages, audio by URL)
-  becomes a short text note, so the request stays valid; the stored message keeps the media.
+- Media: user messages carry images (``image_url``: png, jpeg, gif, webp as data URLs, or
+  links), audio (``input_audio``: inline wav or mp3) and files (``file``: inline PDF
+  ``file_data``, named ``file.pdf`` when the block has no name, or a provider ``file_id``).
+  Anything the API refuses at a given place (other media types, video, audio by URL, media in
+  system/assistant/tool messages) becomes the media note of ``wire.media``, so the request
+  stays valid; the stored message keeps the media.
 - ``developer`` messages read as ``system`` and are written back as ``developer``. Top-level keys
   starting with ``_`` go into ``Msg.metadata`` (private) and are never written back; metadata is
   never written at all.
@@ -61,6 +63,13 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
+from agentledger.wire.media import (
+    OPENAI_AUDIO_FORMATS,
+    OPENAI_IMAGE_TYPES,
+    default_filename,
+    media_note,
+    normal_media_type,
+)
 from agentledger.wire.private import (
     OPENAI_EXTRA_KEY,
     PROVIDER_FILE_KEY,
@@ -68,18 +77,17 @@ from agentledger.wire.private import (
     REFUSAL_KEY,
     SOURCE_ROLE_KEY,
     arguments_text,
-    block_type,
     content_id,
     is_private,
     keep_unknown,
     require_fits,
 )
+from agentledger.wire.tool_ids import ToolIds, restore_ids
 
 __all__ = ["IdMode", "derived_id", "from_live_list", "from_openai", "to_openai"]
 
 IdMode = Literal["given", "derived"]
 _REFUSAL = "refusal"
-_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 # The keys of each chat message that have a field here; any other is kept (see ``keep_unknown``).
 _COMMON = frozenset(("role", "content", "name", "id"))
@@ -101,23 +109,29 @@ _PART_KEYS = {
 
 # -- Msg -> OpenAI ------------------------------------------------------------------------------
 def to_openai(
-    msgs: Iterable[Msg], *, include_ids: bool = False, reasoning: bool | str = False
+    msgs: Iterable[Msg],
+    *,
+    include_ids: bool = False,
+    reasoning: bool | str = False,
+    tool_ids: ToolIds | None = None,
 ) -> list[dict[str, Any]]:
     """Chat-completions message dicts for ``msgs`` (new dicts; nothing private is written).
 
     ``reasoning`` says which thinking is written as ``reasoning_content``: none (``False``, the
     default: OpenAI and strict compatible servers reject the key), every unsigned thinking block
     (``True``), or only the blocks a given server wrote (its source tag, see
-    ``REASONING_SOURCE_KEY``).
+    ``REASONING_SOURCE_KEY``). Tool-call ids longer than OpenAI takes are mapped (``tool_ids``,
+    see ``wire.tool_ids``; pass one to map the reply's ids back).
     """
     if not isinstance(reasoning, (bool, str)):
         raise UserError(f"reasoning must be a bool or a source tag, got {reasoning!r}")
+    ids = ToolIds("openai") if tool_ids is None else tool_ids
     out: list[dict[str, Any]] = []
     for msg in msgs:
         if msg.role == "tool":
-            out.extend(_tool_dicts(msg, include_ids))
+            out.extend(_tool_dicts(msg, include_ids, ids))
         else:
-            out.append(_message_dict(msg, include_ids, reasoning))
+            out.append(_message_dict(msg, include_ids, reasoning, ids))
     return out
 
 
@@ -127,7 +141,9 @@ def _sent_reasoning(block: Block, reasoning: bool | str) -> bool:
     return reasoning is True or block.metadata.get(REASONING_SOURCE_KEY) == reasoning
 
 
-def _message_dict(msg: Msg, include_ids: bool, reasoning: bool | str) -> dict[str, Any]:
+def _message_dict(
+    msg: Msg, include_ids: bool, reasoning: bool | str, ids: ToolIds
+) -> dict[str, Any]:
     role: str = msg.role
     if role == "system" and msg.metadata.get(SOURCE_ROLE_KEY) == "developer":
         role = "developer"
@@ -160,7 +176,7 @@ def _message_dict(msg: Msg, include_ids: bool, reasoning: bool | str) -> dict[st
     if calls:
         d["tool_calls"] = [
             {
-                "id": c.id,
+                "id": ids.wire(c.id),
                 "type": "function",
                 "function": {"name": c.name, "arguments": arguments_text(c)},
             }
@@ -169,12 +185,12 @@ def _message_dict(msg: Msg, include_ids: bool, reasoning: bool | str) -> dict[st
     return d
 
 
-def _tool_dicts(msg: Msg, include_ids: bool) -> list[dict[str, Any]]:
+def _tool_dicts(msg: Msg, include_ids: bool, ids: ToolIds) -> list[dict[str, Any]]:
     out = []
     for n, block in enumerate(msg.content):
         require_fits(msg, block)
         assert isinstance(block, ToolResultBlock)
-        d: dict[str, Any] = {"role": "tool", "tool_call_id": block.id}
+        d: dict[str, Any] = {"role": "tool", "tool_call_id": ids.wire(block.id)}
         if include_ids:
             d["id"] = msg.id if n == 0 else f"{msg.id}:{n}"
         d["content"] = _content(block.output, media=False)
@@ -201,32 +217,36 @@ def _content(blocks: Iterable[Block], *, media: bool) -> str | list[dict[str, An
 
 
 def _media_part(block: MediaBlock) -> dict[str, Any]:
+    media_type = normal_media_type(block.media_type)
     if isinstance(block, ImageBlock):
-        image: dict[str, Any] = {"url": block.url or data_url(block.media_type, block.data)}
+        if block.data is not None and media_type not in OPENAI_IMAGE_TYPES:
+            return _note(block, "OpenAI takes png, jpeg, gif and webp images")
+        image: dict[str, Any] = {"url": block.url or data_url(media_type, block.data)}
         if "detail" in block.metadata:
             image["detail"] = block.metadata["detail"]
         return {"type": "image_url", "image_url": image}
-    if isinstance(block, AudioBlock) and block.data is not None:
-        fmt = _AUDIO_FORMATS.get(block.media_type, block.media_type.rpartition("/")[2])
+    if isinstance(block, AudioBlock):
+        fmt = OPENAI_AUDIO_FORMATS.get(media_type)
+        if block.data is None or fmt is None:
+            return _note(block, "OpenAI takes only inline wav and mp3 audio")
         data = base64.b64encode(block.data).decode("ascii")
         return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
-    is_handle = block.metadata.get(PROVIDER_FILE_KEY) == "openai"
-    if isinstance(block, FileBlock) and (block.data is not None or is_handle):
-        file: dict[str, Any] = (
-            {"file_data": data_url(block.media_type, block.data)}
-            if block.data is not None
-            else {"file_id": block.url}
-        )
-        if block.filename:
-            file["filename"] = block.filename
+    if isinstance(block, FileBlock):
+        if block.metadata.get(PROVIDER_FILE_KEY) == "openai":
+            file: dict[str, Any] = {"file_id": block.url}
+            if block.filename:
+                file["filename"] = block.filename
+        elif block.data is not None and media_type == "application/pdf":
+            filename = block.filename or default_filename(block)
+            file = {"file_data": data_url(media_type, block.data), "filename": filename}
+        else:
+            return _note(block, "OpenAI takes only inline PDF files and its own file ids")
         return {"type": "file", "file": file}
     return _note(block, "not supported in OpenAI chat messages")
 
 
 def _note(block: MediaBlock, why: str) -> dict[str, Any]:
-    where = f" at {block.url}" if block.url and PROVIDER_FILE_KEY not in block.metadata else ""
-    text = f"[{block_type(block)} ({block.media_type}){where} omitted: {why}]"
-    return {"type": "text", "text": text}
+    return {"type": "text", "text": media_note(block, why)}
 
 
 def data_url(media_type: str, data: bytes | None) -> str:
@@ -256,16 +276,19 @@ def _b64decode(text: str) -> bytes:
 
 
 # -- OpenAI -> Msg ------------------------------------------------------------------------------
-def from_openai(dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given") -> list[Msg]:
+def from_openai(
+    dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given", tool_ids: ToolIds | None = None
+) -> list[Msg]:
     """One ``Msg`` per chat-completions dict, in order. The dicts are only read, never changed.
 
     ``ids="derived"`` gives a dict without an ``"id"`` the id ``derived_id(index, dict)``, so
     converting the same dicts twice gives equal messages with equal digests (``created_at`` is
-    ``None`` in both modes, for the same reason).
+    ``None`` in both modes, for the same reason). ``tool_ids``: the mapping ``to_openai`` used,
+    to read mapped tool-call ids back as the stored ones.
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
-    return _convert(dicts, ids, msgs_allowed=False)
+    return restore_ids(_convert(dicts, ids, msgs_allowed=False), tool_ids)
 
 
 def from_live_list(items: Iterable[Msg | Mapping[str, Any]]) -> list[Msg]:

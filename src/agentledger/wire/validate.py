@@ -17,7 +17,8 @@ Rules, by ``target``:
 - ``strict``, ``openai``, ``anthropic``: the results for an assistant turn's calls follow that
   turn directly, before any other user, assistant or system message (``late_result``);
 - ``anthropic``: the first non-system message is a user message, and system messages come before
-  the conversation (the API has one system prompt) (``bad_role_order``).
+  the conversation (the API has one system prompt) (``bad_role_order``); ``repair`` fixes both
+  with ``target="anthropic"``.
 
 ``agui`` is the lenient target (a frontend tool's result may arrive after other messages).
 """
@@ -33,7 +34,7 @@ from typing import Literal
 from agentledger.errors import HistoryError, UserError
 from agentledger.messages.blocks import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from agentledger.messages.msg import Msg
-from agentledger.wire.private import block_fits, block_type
+from agentledger.wire.private import SOURCE_ROLE_KEY, block_fits, block_type
 
 __all__ = [
     "NOT_EXECUTED",
@@ -197,6 +198,8 @@ class RepairKind(enum.StrEnum):
     DROPPED_UNANSWERED_CALL = "dropped_unanswered_call"
     ADDED_ERROR_RESULT = "added_error_result"
     DROPPED_EMPTY_MESSAGE = "dropped_empty_message"
+    SYSTEM_AS_USER = "system_as_user"
+    ADDED_USER_MESSAGE = "added_user_message"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,10 +229,16 @@ class RepairReport:
 
 
 NOT_EXECUTED = "tool call was not executed"
+CONVERSATION_START = "(conversation start)"
+"""Text of the user message ``repair(target="anthropic")`` puts before a history that starts with
+the assistant."""
 
 
 def repair(
-    msgs: Sequence[Msg], *, unanswered: Literal["drop", "error_result"] = "drop"
+    msgs: Sequence[Msg],
+    *,
+    unanswered: Literal["drop", "error_result"] = "drop",
+    target: Target = "strict",
 ) -> RepairReport:
     """A copy of ``msgs`` that passes ``validate(target="strict")`` for pairing and emptiness.
 
@@ -241,10 +250,49 @@ def repair(
     message ``f"{call_msg.id}:results"`` right after the calling message. Changed messages are
     new ``Msg`` objects with their ids kept; the input list and its messages are not touched.
     Misplaced blocks (``misplaced_block``) are not repaired.
+
+    ``target="anthropic"`` also fixes the role order Anthropic requires (``bad_role_order``): a
+    system (or ``developer``) message after the conversation started becomes a user message
+    with the same id and content, in the same place (hoisting it would move the instruction),
+    and a history whose first message after the system prompt is the assistant's gets a user
+    message saying ``CONVERSATION_START`` before it (id ``f"{first.id}:start"``).
     """
     if unanswered not in ("drop", "error_result"):
         raise UserError(f'unanswered must be "drop" or "error_result", got {unanswered!r}')
-    return _Repair(list(msgs), unanswered).run()
+    if target not in _TARGETS:
+        raise UserError(f"target must be one of {_TARGETS}, got {target!r}")
+    report = _Repair(list(msgs), unanswered).run()
+    if target != "anthropic":
+        return report
+    return _anthropic_order(list(msgs), report)
+
+
+def _anthropic_order(original: list[Msg], report: RepairReport) -> RepairReport:
+    where = {}
+    for i, msg in enumerate(original):
+        where.setdefault(msg.id, i)
+    out: list[Msg] = []
+    changes = list(report.changes)
+    started = False
+    for msg in report.messages:
+        i = where.get(msg.id.removesuffix(":results"), 0)
+        if msg.role == "system" and started:
+            role = msg.metadata.get(SOURCE_ROLE_KEY, "system")
+            metadata = {**msg.metadata, SOURCE_ROLE_KEY: role}
+            msg = msg.replace(role="user", metadata=metadata)
+            what = f"made a {role} message after the conversation started a user message"
+            changes.append(RepairChange(RepairKind.SYSTEM_AS_USER, i, msg.id, None, what))
+        elif msg.role != "system" and not started and msg.role != "user":
+            start = Msg.user(CONVERSATION_START, id=f"{msg.id}:start", created_at=msg.created_at)
+            out.append(start)
+            what = f"added a user message before the first {msg.role} message"
+            changes.append(RepairChange(RepairKind.ADDED_USER_MESSAGE, i, msg.id, None, what))
+        started = started or msg.role != "system"
+        out.append(msg)
+    for change in changes[len(report.changes) :]:
+        logger.warning("history repair: %s", change)
+    changes.sort(key=lambda c: c.index)
+    return RepairReport(out, changes)
 
 
 class _Repair:

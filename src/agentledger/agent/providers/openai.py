@@ -38,6 +38,7 @@ from agentledger.errors import ModelError, UserError
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
 from agentledger.wire.openai import to_openai
+from agentledger.wire.tool_ids import ToolIds
 from agentledger.wire.validate import check
 
 __all__ = ["OpenAIChatModel"]
@@ -131,8 +132,19 @@ class OpenAIChatModel(ProviderModel):
 
         Raises ``HistoryError`` when the history breaks OpenAI's tool-call rules.
         """
+        return self._request(messages, system, tools, settings)[0]
+
+    def _request(
+        self,
+        messages: Sequence[Msg],
+        system: str | None,
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings | None,
+    ) -> tuple[dict[str, Any], ToolIds]:
         check(messages, target="openai")
-        wire = to_openai(messages, reasoning=self.source if self.send_reasoning else False)
+        ids = ToolIds("openai")
+        reasoning = self.source if self.send_reasoning else False
+        wire = to_openai(messages, reasoning=reasoning, tool_ids=ids)
         if system:
             wire.insert(0, {"role": "system", "content": system})
         body: dict[str, Any] = {
@@ -164,7 +176,7 @@ class OpenAIChatModel(ProviderModel):
                 body["stop"] = list(settings.stop)
             if settings.extra:
                 body["extra_body"] = dict(settings.extra)
-        return body
+        return body, ids
 
     async def stream(
         self,
@@ -176,10 +188,11 @@ class OpenAIChatModel(ProviderModel):
     ) -> AsyncIterator[ModelEvent]:
         """Stream one assistant message; see ``agentledger.agent.model.Model``."""
         openai = require("openai", "openai")
-        request = self.request(messages, system=system, tools=tools, settings=settings)
+        request, ids = self._request(messages, system, tools, settings)
         convert = functools.partial(_convert, openai)
+        reader = _ChunkReader(self.source, ids)
         async for event in self._events(
-            self.client.chat.completions.create(**request), _ChunkReader(self.source), convert
+            self.client.chat.completions.create(**request), reader, convert
         ):
             yield event
 
@@ -230,8 +243,9 @@ class _ToolAcc:
 class _ChunkReader:
     """Turns chat-completion chunks into model events (choice 0 only)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, ids: ToolIds) -> None:
         self.source = source  # tags the reasoning this server writes (``ThinkingDelta.source``)
+        self.ids = ids  # the request's tool-id mapping: reply ids are mapped back through it
         self.tools: dict[int, _ToolAcc] = {}
         self.started = 0
         self.finish_reason: str | None = None
@@ -273,6 +287,8 @@ class _ChunkReader:
     def _tool_call(self, call: Any, position: int) -> list[ModelEvent]:
         index = getattr(call, "index", None)
         call_id = getattr(call, "id", None) or None
+        if isinstance(call_id, str):
+            call_id = self.ids.stored(call_id)
         if not isinstance(index, int):  # some servers omit it: match by id, else a new call
             known = [t.index for t in self.tools.values() if call_id and t.id == call_id]
             index = known[0] if known else len(self.tools) + position

@@ -1,0 +1,72 @@
+"""Which media each provider takes, and the text note that stands in for the rest.
+
+A request a provider refuses helps no one, and dropping a media block silently would make the
+model answer as if it had never been shown anything. So each converter sends a media block only
+where and in the form its API documents, and replaces any other with one text part, the
+*media note*:
+
+    [<kind> (<media type>)[ at <url>] omitted: <why>]
+
+for example ``[audio (audio/ogg) omitted: OpenAI takes only wav and mp3 audio]``. The stored
+message keeps the media; only the request carries the note. What is accepted:
+
+- OpenAI chat: images (png, jpeg, gif, webp inline; any URL) and audio (``input_audio``, inline
+  wav or mp3 only) and PDF files (inline ``file_data``, which must carry a ``filename``, or a
+  ``file_id``), in user messages only.
+- Anthropic: images (jpeg, png, gif, webp inline; any URL), documents (PDF inline or by URL,
+  plain text inline), Files-API handles; in user turns and tool results. ``image/jpg``, which
+  some clients write, is sent as ``image/jpeg``.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+
+from agentledger.messages.blocks import Block, MediaBlock
+from agentledger.wire.private import PROVIDER_FILE_KEY, block_type
+
+__all__ = [
+    "ANTHROPIC_IMAGE_TYPES",
+    "OPENAI_AUDIO_FORMATS",
+    "OPENAI_IMAGE_TYPES",
+    "default_filename",
+    "media_note",
+    "normal_media_type",
+]
+
+OPENAI_IMAGE_TYPES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp"))
+OPENAI_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/vnd.wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+"""Media type -> ``input_audio.format``; the API takes only ``wav`` and ``mp3``."""
+
+ANTHROPIC_IMAGE_TYPES = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
+
+_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+
+
+def normal_media_type(media_type: str) -> str:
+    """The registered spelling of a media type: lower case, parameters dropped, common aliases
+    (``image/jpg``) resolved."""
+    base = media_type.split(";", 1)[0].strip().lower()
+    return _ALIASES.get(base, base)
+
+
+def default_filename(block: MediaBlock) -> str:
+    """A file name for a file sent without one (OpenAI refuses inline files without a name)."""
+    extension = mimetypes.guess_extension(normal_media_type(block.media_type)) or ".bin"
+    return f"{block_type(block)}{extension}"
+
+
+def media_note(block: Block, why: str) -> str:
+    """The text that stands in for a media block a provider does not take here."""
+    media_type = getattr(block, "media_type", "")
+    url = getattr(block, "url", None)
+    handle = PROVIDER_FILE_KEY in getattr(block, "metadata", {})
+    where = f" at {url}" if url and not handle else ""
+    return f"[{block_type(block)} ({media_type}){where} omitted: {why}]"
