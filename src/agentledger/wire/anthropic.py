@@ -31,11 +31,12 @@ that has no counterpart here is refused by name.
 from __future__ import annotations
 
 import base64
+import json
 import mimetypes
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentledger.errors import UserError
+from agentledger.errors import CodecError, UserError
 from agentledger.messages.blocks import (
     Block,
     FileBlock,
@@ -293,7 +294,7 @@ def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
         return ThinkingBlock(thinking=b.get("data", ""), redacted=True)
     if kind == "tool_use":
         names[b["id"]] = b.get("name", "")
-        return ToolUseBlock(id=b["id"], name=b.get("name", ""), input=b.get("input") or {})
+        return _tool_use(b, index)
     if kind == "tool_result":
         content = b.get("content")
         if isinstance(content, str):
@@ -312,6 +313,19 @@ def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
     if kind in ("image", "document"):
         return _parse_media(kind, b, index)
     raise UserError(f"message {index}: unsupported content block {kind!r}")
+
+
+def _tool_use(b: Mapping[str, Any], index: int) -> ToolUseBlock:
+    """A tool call; an input a ``FrozenMap`` cannot hold exactly (an integer past 64 bits) is
+    kept as its JSON text, which gives the same object back (``arguments_object``)."""
+    value = b.get("input") or {}
+    if not isinstance(value, Mapping):
+        raise UserError(f"message {index}: a tool_use input must be an object")
+    try:
+        return ToolUseBlock(id=b["id"], name=b.get("name", ""), input=value)
+    except CodecError:
+        text = json.dumps(value, ensure_ascii=False)
+        return ToolUseBlock(id=b["id"], name=b.get("name", ""), arguments=text)
 
 
 def _parse_media(kind: str, b: Mapping[str, Any], index: int) -> Block:

@@ -16,9 +16,9 @@ Rules, by ``target``:
   (``empty_tool_message``, ``misplaced_block``);
 - ``strict``, ``openai``, ``anthropic``: the results for an assistant turn's calls follow that
   turn directly, before any other user, assistant or system message (``late_result``);
-- ``anthropic``: the first non-system message is a user message, and system messages come before
-  the conversation (the API has one system prompt) (``bad_role_order``); ``repair`` fixes both
-  with ``target="anthropic"``.
+- ``anthropic``: the first non-system message that sends anything (blank user text is not
+  sent) is a user message, and system messages come before the conversation (the API has one
+  system prompt) (``bad_role_order``); ``repair`` fixes both with ``target="anthropic"``.
 
 ``agui`` is the lenient target (a frontend tool's result may arrive after other messages).
 """
@@ -91,6 +91,16 @@ def is_empty_assistant(msg: Msg) -> bool:
     return all(isinstance(b, TextBlock) and not b.text.strip() for b in msg.content)
 
 
+def _starts(msg: Msg) -> bool:
+    """Whether ``msg`` starts the conversation for Anthropic: a non-system message that sends
+    something (a user message of blank text is not sent at all)."""
+    if msg.role == "system":
+        return False
+    return msg.role != "user" or not all(
+        isinstance(b, TextBlock) and not b.text.strip() for b in msg.content
+    )
+
+
 def validate(msgs: Sequence[Msg], *, target: Target = "strict") -> list[Finding]:
     """Every problem ``target`` would reject in ``msgs``, in message order. Reads only."""
     if target not in _TARGETS:
@@ -126,7 +136,7 @@ class _Validator:
                     self.add(FindingKind.MISPLACED_BLOCK, i, getattr(block, "id", None), what)
             if self.target == "anthropic":
                 self._anthropic_order(i, msg, started)
-            started = started or msg.role != "system"
+            started = started or _starts(msg)
             if msg.role == "assistant":
                 if is_empty_assistant(msg):
                     self.add(FindingKind.EMPTY_ASSISTANT, i, None, "assistant message is empty")
@@ -156,7 +166,7 @@ class _Validator:
         if msg.role == "system" and started:
             what = "system message after the conversation started (Anthropic has one system prompt)"
             self.add(FindingKind.BAD_ROLE_ORDER, i, None, what)
-        elif msg.role != "system" and not started and msg.role != "user":
+        elif _starts(msg) and not started and msg.role != "user":
             what = f"first message after the system prompt is {msg.role}, not user"
             self.add(FindingKind.BAD_ROLE_ORDER, i, None, what)
 
@@ -282,12 +292,12 @@ def _anthropic_order(original: list[Msg], report: RepairReport) -> RepairReport:
             msg = msg.replace(role="user", metadata=metadata)
             what = f"made a {role} message after the conversation started a user message"
             changes.append(RepairChange(RepairKind.SYSTEM_AS_USER, i, msg.id, None, what))
-        elif msg.role != "system" and not started and msg.role != "user":
+        elif _starts(msg) and not started and msg.role != "user":
             start = Msg.user(CONVERSATION_START, id=f"{msg.id}:start", created_at=msg.created_at)
             out.append(start)
             what = f"added a user message before the first {msg.role} message"
             changes.append(RepairChange(RepairKind.ADDED_USER_MESSAGE, i, msg.id, None, what))
-        started = started or msg.role != "system"
+        started = started or _starts(msg)
         out.append(msg)
     for change in changes[len(report.changes) :]:
         logger.warning("history repair: %s", change)
