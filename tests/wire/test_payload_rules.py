@@ -32,7 +32,7 @@ from agentledger.wire import (
     validate,
     wire_tool_id,
 )
-from agentledger.wire.validate import CONVERSATION_START, RepairKind
+from agentledger.wire.repair import CONVERSATION_START, RepairKind
 
 NOTE = re.compile(r"^\[(image|audio|video|file) \([^)]*\)( at \S+)? omitted: .+\]$")
 

@@ -24,17 +24,19 @@ from agentledger.wire.agui import (
 from agentledger.wire.anthropic import from_anthropic, to_anthropic
 from agentledger.wire.openai import derived_id, from_openai, to_openai
 from agentledger.wire.private import is_private, public_metadata, strip_private
-from agentledger.wire.tool_ids import ToolIds, wire_tool_id
-from agentledger.wire.validate import (
+from agentledger.wire.repair import (
     NOT_EXECUTED,
-    Finding,
-    FindingKind,
     RepairChange,
     RepairKind,
     RepairReport,
+    repair,
+)
+from agentledger.wire.tool_ids import ToolIds, wire_tool_id
+from agentledger.wire.validate import (
+    Finding,
+    FindingKind,
     Target,
     check,
-    repair,
     validate,
 )
 

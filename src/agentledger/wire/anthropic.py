@@ -13,19 +13,24 @@ shape the mapping:
 - Messages carry no ids (``from_anthropic`` reads a non-standard ``"id"`` if a caller stored one,
   else makes one, or derives one from position and content with ``ids="derived"``).
 
-Tool-call input is a JSON object here, so arguments a model emitted as invalid JSON (kept as
-``{"_raw_arguments": text}``, see ``private``) are sent as ``{}``; the paired error result tells the
-model what went wrong. Thinking keeps its signature; redacted thinking travels as
-``redacted_thinking``. Thinking without
-a signature (another provider's reasoning) is not sent: the API accepts only thinking it signed.
-Images and documents go as base64, URL or Files-API sources; audio and video, which the API does
-not take, become a short text note. Tool-result names come back from the matching call. Empty text
-blocks and messages left empty are not sent (the API rejects them). Metadata is never sent.
+Tool-call input is a JSON object here: a call whose arguments came as text is sent the object
+that text holds, exactly (``arguments_object``: an integer past 64 bits stays one), and text
+that holds no object is sent as ``{}``; the paired error result tells the model what went
+wrong. A tool-call id outside Anthropic's pattern (``functions.get_weather:0``) is mapped
+(``wire.tool_ids``); the stored id never changes. Thinking keeps its signature byte for byte;
+redacted thinking travels as ``redacted_thinking``. Thinking without a signature (another
+provider's reasoning) is not sent: the API accepts only thinking it signed. In an assistant
+turn merged from several messages, thinking comes first, as the API requires. Media go as
+``wire.media`` says (images jpeg/png/gif/webp, PDF and plain-text documents, URLs, Files-API
+handles; ``image/jpg`` sent as ``image/jpeg``); anything else becomes the media note. Text
+that is empty or only whitespace is not sent, nor a message left empty (the API rejects
+both). Tool-result names come back from the matching call. Metadata is never sent.
 
 Nothing read is dropped: a key with no field here (``cache_control``, ``citations``, a document's
 ``context``, an unknown key of a turn or a source) is kept verbatim in the private metadata key
 ``_anthropic`` of the block or message it came with (never sent, being private); a block type
-that has no counterpart here is refused by name.
+that has no counterpart here is refused by name. Prompt-cache marks are a request option
+(``AnthropicModel(cache=...)``), so they never enter a stored message.
 """
 
 from __future__ import annotations

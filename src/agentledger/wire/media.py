@@ -1,4 +1,4 @@
-"""Which media each provider takes, and the text note that stands in for the rest.
+"""Which media each provider takes, the text note that stands in for the rest, and data URLs.
 
 A request a provider refuses helps no one, and dropping a media block silently would make the
 model answer as if it had never been shown anything. So each converter sends a media block only
@@ -20,8 +20,12 @@ message keeps the media; only the request carries the note. What is accepted:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import mimetypes
+import urllib.parse
 
+from agentledger.errors import UserError
 from agentledger.messages.blocks import Block, MediaBlock
 from agentledger.wire.private import PROVIDER_FILE_KEY, block_type
 
@@ -29,9 +33,12 @@ __all__ = [
     "ANTHROPIC_IMAGE_TYPES",
     "OPENAI_AUDIO_FORMATS",
     "OPENAI_IMAGE_TYPES",
+    "b64decode",
+    "data_url",
     "default_filename",
     "media_note",
     "normal_media_type",
+    "parse_data_url",
 ]
 
 OPENAI_IMAGE_TYPES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp"))
@@ -70,3 +77,30 @@ def media_note(block: Block, why: str) -> str:
     handle = PROVIDER_FILE_KEY in getattr(block, "metadata", {})
     where = f" at {url}" if url and not handle else ""
     return f"[{block_type(block)} ({media_type}){where} omitted: {why}]"
+
+
+def data_url(media_type: str, data: bytes | None) -> str:
+    """A base64 ``data:`` URL."""
+    return f"data:{media_type};base64,{base64.b64encode(data or b'').decode('ascii')}"
+
+
+def parse_data_url(url: str) -> tuple[str, bytes] | None:
+    """``(media_type, bytes)`` of a ``data:`` URL, ``None`` for any other URL."""
+    if not url.startswith("data:"):
+        return None
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise UserError("malformed data: URL (no comma)")
+    params = header.split(";")
+    media_type = params[0] or "text/plain"
+    if "base64" not in params[1:]:
+        return media_type, urllib.parse.unquote_to_bytes(payload)
+    return media_type, b64decode(payload)
+
+
+def b64decode(text: str) -> bytes:
+    """Strict base64 (``UserError`` for anything else)."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UserError(f"invalid base64 data: {exc}") from None

@@ -42,9 +42,7 @@ Mapping, and where the format cannot carry something:
 from __future__ import annotations
 
 import base64
-import binascii
 import mimetypes
-import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -66,9 +64,12 @@ from agentledger.messages.msg import Msg
 from agentledger.wire.media import (
     OPENAI_AUDIO_FORMATS,
     OPENAI_IMAGE_TYPES,
+    b64decode,
+    data_url,
     default_filename,
     media_note,
     normal_media_type,
+    parse_data_url,
 )
 from agentledger.wire.private import (
     OPENAI_EXTRA_KEY,
@@ -249,32 +250,6 @@ def _note(block: MediaBlock, why: str) -> dict[str, Any]:
     return {"type": "text", "text": media_note(block, why)}
 
 
-def data_url(media_type: str, data: bytes | None) -> str:
-    """A base64 ``data:`` URL."""
-    return f"data:{media_type};base64,{base64.b64encode(data or b'').decode('ascii')}"
-
-
-def parse_data_url(url: str) -> tuple[str, bytes] | None:
-    """``(media_type, bytes)`` of a ``data:`` URL, ``None`` for any other URL."""
-    if not url.startswith("data:"):
-        return None
-    header, sep, payload = url[5:].partition(",")
-    if not sep:
-        raise UserError("malformed data: URL (no comma)")
-    params = header.split(";")
-    media_type = params[0] or "text/plain"
-    if "base64" not in params[1:]:
-        return media_type, urllib.parse.unquote_to_bytes(payload)
-    return media_type, _b64decode(payload)
-
-
-def _b64decode(text: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise UserError(f"invalid base64 data: {exc}") from None
-
-
 # -- OpenAI -> Msg ------------------------------------------------------------------------------
 def from_openai(
     dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given", tool_ids: ToolIds | None = None
@@ -436,7 +411,7 @@ def _part_block(kind: str, part: Mapping[str, Any], index: int) -> Block:
         audio = part["input_audio"]
         fmt = audio.get("format", "wav")
         media_type = _AUDIO_TYPES.get(fmt, f"audio/{fmt}")
-        return AudioBlock(media_type=media_type, data=_b64decode(audio["data"]))
+        return AudioBlock(media_type=media_type, data=b64decode(audio["data"]))
     if kind == "file":
         return _file(part["file"], index)
     # video_url: not OpenAI's, but some compatible servers take it
@@ -458,5 +433,5 @@ def _file(file: Mapping[str, Any], index: int) -> FileBlock:
         raise UserError(f"message {index}: a file part needs file_data or file_id")
     parsed = parse_data_url(raw)
     if parsed is None:
-        parsed = (guessed, _b64decode(raw))
+        parsed = (guessed, b64decode(raw))
     return FileBlock(media_type=parsed[0], data=parsed[1], filename=filename)
