@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from agentledger.errors import CodecError
-from agentledger.messages.values import FrozenMap, freeze_map
+from agentledger.messages.values import FrozenMap, freeze_map, json_enc_hook
 
 __all__ = [
     "RAW_ARGUMENTS_KEY",
@@ -56,14 +56,31 @@ def json_arguments(text: str | None) -> dict[str, Any] | None:
 
 
 def input_of(text: str | None) -> FrozenMap:
-    """The ``ToolUseBlock.input`` for argument text (see the module docstring); never raises."""
-    value = json_arguments(text)
+    """The ``ToolUseBlock.input`` for argument text (see the module docstring); never raises.
+
+    Read with msgspec (this runs for every stored tool call a load decodes): where it and
+    Python's ``json`` differ (``NaN``, lone surrogates), neither gives a storable object.
+    """
+    value = _object(text)
     if value is not None and not _looks_raw(value):
         try:
             return freeze_map(value)
         except (CodecError, RecursionError):
             pass
     return freeze_map({RAW_ARGUMENTS_KEY: text})
+
+
+_decoder = msgspec.json.Decoder()
+
+
+def _object(text: str | None) -> dict[str, Any] | None:
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = _decoder.decode(text)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def is_raw(arguments: Any) -> bool:
@@ -87,6 +104,7 @@ def kept_text(text: str, derived: FrozenMap) -> str | None:
 
 
 _encoder = msgspec.json.Encoder()
+_frozen_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
 
 
 def compact_json(arguments: Mapping[str, Any]) -> str:
@@ -95,6 +113,10 @@ def compact_json(arguments: Mapping[str, Any]) -> str:
     if is_raw(arguments):
         raw: str = arguments[RAW_ARGUMENTS_KEY]
         return raw
+    if type(arguments) is FrozenMap:  # fast path; the codec's tags would differ from plain JSON
+        fast = _frozen_encoder.encode(arguments)
+        if b'"$' not in fast:
+            return fast.decode()
     return _encoder.encode(plain_json(arguments)).decode()
 
 

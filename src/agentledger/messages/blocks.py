@@ -206,7 +206,8 @@ class ToolUseBlock(_BlockBase, tag="tool_use"):
             _set(self, "arguments", checks.optional_text("ToolUseBlock", "arguments", value))
         derived = input_of(self.arguments)
         given = self.input
-        if given is not EMPTY and encode_struct(given) != encode_struct(derived):
+        # ``input`` is replaced by ``derived`` below, so a loose ``!=`` (1 == 1.0) is enough
+        if given is not EMPTY and given != derived:
             raise UserError(
                 "ToolUseBlock.input does not match ToolUseBlock.arguments (input is read from "
                 "the argument text; to change the input, pass arguments=None)"
