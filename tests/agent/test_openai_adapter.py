@@ -395,3 +395,24 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(UserError, match="OPENAI_API_KEY"):
         OpenAIChatModel("gpt-4o-mini")
+
+
+async def test_long_tool_ids_are_mapped_for_the_request_and_back(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    long_id = "call_" + "x" * 60
+    history = [
+        Msg.user("go"),
+        Msg.assistant(ToolUseBlock(id=long_id, name="weather", input={})),
+        Msg.tool(ToolResultBlock(id=long_id, name="weather", output="sun")),
+    ]
+    sent = model.request(history)["messages"]
+    wire_id = sent[1]["tool_calls"][0]["id"]
+    assert len(wire_id) <= 40 and sent[2]["tool_call_id"] == wire_id
+    server.reply(  # a server that echoes the id it was given
+        openai_sse(
+            [tool_delta(0, "{}", id=wire_id, name="weather"), chunk({}, finish="tool_calls")]
+        )
+    )
+    final = (await collect(model, history))[-1]
+    assert final.message.tool_calls[0].id == long_id
