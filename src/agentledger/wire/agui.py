@@ -63,10 +63,9 @@ from agentledger.wire._agui_fixes import FIX_KEY, apply_fix, make_fix
 from agentledger.wire.private import (
     PROVIDER_FILE_KEY,
     SOURCE_ROLE_KEY,
+    arguments_text,
     block_type,
-    dump_arguments,
     metadata_from_json,
-    parse_arguments,
     public_metadata,
     require_fits,
     strip_private,
@@ -200,7 +199,7 @@ def _tool_call(call: ToolUseBlock) -> dict[str, Any]:
     d: dict[str, Any] = {
         "id": call.id,
         "type": "function",
-        "function": {"name": call.name, "arguments": dump_arguments(call.input)},
+        "function": {"name": call.name, "arguments": arguments_text(call)},
     }
     meta = public_metadata(call.metadata)
     if meta:
@@ -419,7 +418,7 @@ class _Reader:
         return ToolUseBlock(
             id=call["id"],
             name=function["name"],
-            input=parse_arguments(function["arguments"]),
+            arguments=function["arguments"],
             metadata=meta,
         )
 
