@@ -279,6 +279,15 @@ def targets(results: Results, n: int) -> list[tuple[str, str, str]]:
             verdict(None if r is None else r <= 1.5),
         )
     )
+    full = g("agentledger-sqlite-full", "grow", "append_seconds_mean")
+    r = _ratio(full, oa)
+    out.append(
+        (
+            "the same, like for like: both flushing every commit (synchronous=FULL)",
+            f"agentledger sqlite FULL {ms(full)} vs add_items {ms(oa)}: {times(r)} its time",
+            verdict(None if r is None else r <= 1.5),
+        )
+    )
 
     edit = g(al, "edit", "seconds")
     ratios = []

@@ -14,6 +14,7 @@ MODULES = [
     "agentledger.context",
     "agentledger.errors",
     "agentledger.integrations.openai_agents",
+    "agentledger.integrations.pydantic_ai",
     "agentledger.messages",
     "agentledger.store",
     "agentledger.testing",
@@ -54,7 +55,7 @@ def test_core_imports_without_optional_extras() -> None:
 
     code = (
         "import sys, agentledger, agentledger.store, agentledger.wire, agentledger.agent;"
-        "heavy = {'fastapi', 'openai', 'anthropic', 'psycopg', 'ag_ui', 'uvicorn'};"
+        "heavy = {'fastapi', 'openai', 'anthropic', 'psycopg', 'ag_ui', 'uvicorn', 'pydantic_ai'};"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -54,6 +54,14 @@ SYSTEMS: list[SystemSpec] = [
         {"backend": "sqlite"},
     ),
     SystemSpec(
+        "agentledger-sqlite-full",
+        "agentledger sqlite:// synchronous=FULL",
+        "agentledger_",
+        "AgentLedger",
+        "main",
+        {"backend": "sqlite", "synchronous": "full"},
+    ),
+    SystemSpec(
         "agentledger-postgres",
         "agentledger postgresql://",
         "agentledger_",

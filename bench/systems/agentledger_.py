@@ -32,20 +32,23 @@ class AgentLedger(System):
         "reload": "Ledger(url).messages(session) on a fresh Ledger (decoded on first read)",
     }
 
-    def __init__(self, *, backend: str, **kw: Any) -> None:
+    def __init__(self, *, backend: str, synchronous: str = "normal", **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
+        self.full_sync = synchronous == "full"  # SQLite only: fsync on every commit
         self._memory_store: Any = None
         self._memory_gen = -1
         self._pg_schema: str | None = None
         self._pg_conn: Any = None
-        self.name = f"agentledger-{backend}"
+        self.name = f"agentledger-{backend}" + ("-full" if self.full_sync else "")
         self.durability = {
             "memory": "in process memory, nothing on disk",
             "jsonl": "append-only log per session, fsync on every commit",
             "sqlite": "WAL, synchronous=NORMAL (fsync at checkpoints, not per commit)",
             "postgres": "server defaults (synchronous_commit=on: WAL flushed per commit)",
         }[backend]
+        if self.full_sync:
+            self.durability = "WAL, synchronous=FULL (fsync per commit, SQLite's default)"
         self._probe()
 
     def _probe(self) -> None:
@@ -93,7 +96,8 @@ class AgentLedger(System):
         if self.backend == "jsonl":
             return f"jsonl:///{os.path.abspath(os.path.join(self.workdir, f'jsonl{g}'))}"
         if self.backend == "sqlite":
-            return f"sqlite:///{os.path.abspath(os.path.join(self.workdir, f'state{g}.db'))}"
+            path = os.path.abspath(os.path.join(self.workdir, f"state{g}.db"))
+            return f"sqlite:///{path}" + ("?synchronous=full" if self.full_sync else "")
         if self._pg_schema is None:
             self._pg_schema = f"bench_{uuid.uuid4().hex[:12]}"
         sep = "&" if "?" in self._pg_base() else "?"

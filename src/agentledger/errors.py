@@ -12,7 +12,8 @@
     │   ├── SessionNotFoundError   no such session
     │   ├── VersionNotFoundError   the version never existed or its history was purged
     │   ├── SessionBusyError       another run holds the session's run lease
-    │   └── StoreUnavailableError  unreachable, connection dropped, disk full or I/O error
+    │   ├── StoreUnavailableError  unreachable, connection dropped, disk full or I/O error
+    │   └── OutcomeUnknownError    a save's connection broke and the server stayed unreachable
     └── ModelError                 a model provider failed or answered with something unusable
 
 Misuse errors also subclass ``ValueError`` so that generic handlers keep working.
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidIdError",
     "MissingDependencyError",
     "ModelError",
+    "OutcomeUnknownError",
     "SessionBusyError",
     "SessionNotFoundError",
     "StoreError",
@@ -111,6 +113,16 @@ class StoreUnavailableError(StoreError):
 
     A write that failed this way was not applied (rolled back, or undone with its temporary
     files); what was committed before is intact, and retrying later is safe.
+    """
+
+
+class OutcomeUnknownError(StoreError):
+    """A save's connection broke after the commit was sent, and whether it committed could not
+    be learned before the store's timeout (its server stayed unreachable).
+
+    The save is either wholly applied or not at all, never in part. The ledger forgets what it
+    cached for the session; load it (``version()``, ``load()``) to see which, before saving
+    again with ``expected_version``.
     """
 
 

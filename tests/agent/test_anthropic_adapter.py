@@ -25,6 +25,7 @@ from agentledger.agent import (
 from agentledger.agent.providers import AnthropicModel
 from agentledger.errors import ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from agentledger.wire.private import arguments_text
 from tests.agent.fake_servers import (
     FakeServer,
     Reply,
@@ -95,8 +96,8 @@ async def test_thinking_text_and_tool_calls(server: FakeServer, model: Anthropic
     ]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Let me ", "check."]
     assert [e for e in events if isinstance(e, ToolCallStart)] == [
-        ToolCallStart(0, "toolu_1", "weather"),
-        ToolCallStart(1, "toolu_2", "clock"),
+        ToolCallStart(0, "toolu_1", "weather", text_arguments=False),
+        ToolCallStart(1, "toolu_2", "clock", text_arguments=False),
     ]
     assert len([e for e in events if isinstance(e, ToolCallDelta)]) == 3
     assert [e for e in events if isinstance(e, ToolCallEnd)] == [
@@ -237,7 +238,7 @@ async def test_redacted_thinking(server: FakeServer, model: AnthropicModel) -> N
     )
 
 
-async def test_invalid_tool_json_is_a_model_error(
+async def test_invalid_tool_json_is_kept_verbatim(
     server: FakeServer, model: AnthropicModel
 ) -> None:
     server.reply(
@@ -252,8 +253,10 @@ async def test_invalid_tool_json_is_a_model_error(
             ]
         )
     )
-    with pytest.raises(ModelError, match="not valid JSON"):
-        await collect(model, HELLO)
+    final = (await collect(model, HELLO))[-1]
+    (call,) = final.message.tool_calls
+    assert call.input == {"_raw_arguments": '{"a": tru'}  # the model's text, kept
+    assert arguments_text(call) == '{"a": tru'
 
 
 async def test_stream_without_message_stop_is_retryable(

@@ -25,6 +25,7 @@ from agentledger.agent import (
 from agentledger.agent.providers import OpenAIChatModel
 from agentledger.errors import HistoryError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from agentledger.wire import to_openai
 from tests.agent.fake_servers import (
     FakeServer,
     Reply,
@@ -132,8 +133,7 @@ async def test_request_body_has_converted_history_and_nothing_private(
         {"role": "user", "content": "weather in Paris?"},
         {
             "role": "assistant",
-            "content": None,
-            "reasoning_content": "look it up",
+            "content": None,  # Anthropic's signed thinking is not sent to another provider
             "tool_calls": [
                 {
                     "id": "call_1",
@@ -163,11 +163,42 @@ async def test_reasoning_fields_become_thinking(server: FakeServer, model: OpenA
     events = await collect(model, HELLO)
     assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == "Let me think. More."
     final = events[-1]
+    source = {"_reasoning_source": model.source}  # this server wrote it
     assert final.message.content == (
-        ThinkingBlock(thinking="Let me think. More."),
+        ThinkingBlock(thinking="Let me think. More.", metadata=source),
         TextBlock(text="42"),
     )
     assert final.message.usage.reasoning_tokens == 6
+    follow_up = [*HELLO, final.message, Msg.user("and?")]
+    assert "reasoning_content" not in model.request(follow_up)["messages"][1]
+    model.send_reasoning = True  # only this server's own reasoning goes back, when asked
+    assert model.request(follow_up)["messages"][1]["reasoning_content"] == "Let me think. More."
+    other = OpenAIChatModel("m", base_url="http://elsewhere.test/v1", send_reasoning=True)
+    assert "reasoning_content" not in other.request(follow_up)["messages"][1]
+    await other.aclose()
+
+
+async def test_streamed_refusal_is_kept_as_a_refusal(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    server.reply(
+        openai_sse(
+            [
+                chunk({"role": "assistant", "content": "", "refusal": None}),
+                chunk({"content": "Sorry. "}),
+                chunk({"refusal": "I can't "}),
+                chunk({"refusal": "help with that."}),
+                chunk({}, finish="stop"),
+            ]
+        )
+    )
+    final = (await collect(model, HELLO))[-1]
+    assert final.message.content == (
+        TextBlock(text="Sorry. "),
+        TextBlock(text="I can't help with that.", metadata={"refusal": True}),
+    )
+    sent = model.request([*HELLO, final.message, Msg.user("ok")])["messages"][1]
+    assert sent == {"role": "assistant", "content": "Sorry. ", "refusal": "I can't help with that."}
 
 
 async def test_parallel_tool_calls_interleaved_by_index(
@@ -200,8 +231,8 @@ async def test_parallel_tool_calls_interleaved_by_index(
     final = events[-1]
     assert final.stop_reason == "tool_use"
     assert final.message.tool_calls == (
-        ToolUseBlock(id="call_a", name="weather", input={"city": "Paris"}),
-        ToolUseBlock(id="call_b", name="time", input={"tz": "CET"}),
+        ToolUseBlock(id="call_a", name="weather", arguments='{"city": "Paris"}'),
+        ToolUseBlock(id="call_b", name="time", arguments='{"tz": "CET"}'),
     )
 
 
@@ -231,7 +262,7 @@ async def test_builder_partial_mid_stream(server: FakeServer, model: OpenAIChatM
     ]
 
 
-async def test_tool_call_with_invalid_json_is_a_model_error(
+async def test_tool_call_with_invalid_json_is_kept_verbatim(
     server: FakeServer, model: OpenAIChatModel
 ) -> None:
     server.reply(
@@ -242,8 +273,11 @@ async def test_tool_call_with_invalid_json_is_a_model_error(
             ]
         )
     )
-    with pytest.raises(ModelError, match=r"not valid JSON.*max_tokens"):
-        await collect(model, HELLO)
+    final = (await collect(model, HELLO))[-1]
+    assert final.stop_reason == "max_tokens"
+    (call,) = final.message.tool_calls
+    assert call.input == {"_raw_arguments": '{"city": '}
+    assert to_openai([final.message])[0]["tool_calls"][0]["function"]["arguments"] == '{"city": '
 
 
 async def test_no_choices_is_a_model_error(server: FakeServer, model: OpenAIChatModel) -> None:
@@ -361,3 +395,24 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(UserError, match="OPENAI_API_KEY"):
         OpenAIChatModel("gpt-4o-mini")
+
+
+async def test_long_tool_ids_are_mapped_for_the_request_and_back(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    long_id = "call_" + "x" * 60
+    history = [
+        Msg.user("go"),
+        Msg.assistant(ToolUseBlock(id=long_id, name="weather", input={})),
+        Msg.tool(ToolResultBlock(id=long_id, name="weather", output="sun")),
+    ]
+    sent = model.request(history)["messages"]
+    wire_id = sent[1]["tool_calls"][0]["id"]
+    assert len(wire_id) <= 40 and sent[2]["tool_call_id"] == wire_id
+    server.reply(  # a server that echoes the id it was given
+        openai_sse(
+            [tool_delta(0, "{}", id=wire_id, name="weather"), chunk({}, finish="tool_calls")]
+        )
+    )
+    final = (await collect(model, history))[-1]
+    assert final.message.tool_calls[0].id == long_id

@@ -317,18 +317,17 @@ def test_builder_partial_keeps_invalid_complete_call_verbatim() -> None:
     assert b.partial().tool_calls == (
         ToolUseBlock(id="t0", name="f", input={"_raw_arguments": "[1, 2]"}),
     )
-    with pytest.raises(ModelError, match="not a JSON object"):
-        b.build("tool_use")
+    assert b.build("tool_use").message.tool_calls == b.partial().tool_calls
 
 
-def test_builder_arguments_json_cannot_hold_are_a_model_error() -> None:
+def test_builder_keeps_arguments_json_cannot_hold() -> None:
     b = ResponseBuilder()
     b.add(ToolCallStart(0, "t0", "f"))
-    b.add(ToolCallDelta(0, "t0", '{"x": NaN}'))
+    b.add(ToolCallDelta(0, "t0", '{"x": NaN, "n": 18446744073709551616}'))
     b.add(ToolCallEnd(0, "t0"))
-    assert b.partial().tool_calls[0].input == {"_raw_arguments": '{"x": NaN}'}
-    with pytest.raises(ModelError, match="cannot be stored"):
-        b.build("tool_use")
+    (call,) = b.build("tool_use").message.tool_calls
+    assert call.input == {"_raw_arguments": '{"x": NaN, "n": 18446744073709551616}'}
+    assert call.arguments == '{"x": NaN, "n": 18446744073709551616}'
 
 
 def test_builder_strict_build_and_contradictions() -> None:

@@ -127,3 +127,16 @@ async def test_direct_call_validates() -> None:
     assert await search(query="q", limit=1) == ["q-0"]
     with pytest.raises(pydantic.ValidationError):
         await search(limit=1)
+
+
+async def test_a_tool_gets_the_arguments_exactly_as_the_model_wrote_them() -> None:
+    @tool
+    def double(n: int) -> str:
+        return str(2 * n)
+
+    call = ToolUseBlock(id="c", name="double", arguments='{"n": 18446744073709551616}')
+    result = await double.run(call, CTX)
+    assert not result.is_error and result.text == str(2**65)
+    for text in ('{"n": 1', "[1]"):  # no JSON object: an error result, not a run with {}
+        bad = await double.run(ToolUseBlock(id="c", name="double", arguments=text), CTX)
+        assert bad.is_error and "not a JSON object" in bad.text

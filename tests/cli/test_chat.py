@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 from agentledger.agent.react import ReActAgent
 from agentledger.cli import app
 from agentledger.cli.chat import ChatSession, _chat_loop
+from agentledger.errors import MissingDependencyError
 from agentledger.messages import Msg, ToolUseBlock
+from agentledger.store import Ledger
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing.scripted import ScriptedModel
 from agentledger.wire import check
@@ -35,7 +37,7 @@ async def test_chat_streams_and_slash_commands(tmp_path: Path) -> None:
                 "hi",
                 "again",
                 "/history",
-                "/rewind 2",
+                "/undo 2",
                 "/fork side",
                 "/sessions",
                 "/quit",
@@ -45,7 +47,7 @@ async def test_chat_streams_and_slash_commands(tmp_path: Path) -> None:
     )
     out = console.export_text()
     assert "Hello!" in out and "Bye." in out
-    assert "kept 2 messages" in out and "now in session 'side'" in out
+    assert "removed the last 2 messages, 2 left" in out and "now in session 'side'" in out
     assert [m.text for m in await chat.ledger.messages("c")] == ["hi", "Hello!"]
     assert [m.text for m in await chat.ledger.messages("c", version=4)][-1] == "Bye."
     assert chat.session == "side"
@@ -82,3 +84,84 @@ async def test_chat_writes_under_the_chosen_tenant(tmp_path: Path) -> None:
     assert [m.text for m in await ledger.messages("c", tenant="acme")] == ["hi", "Hello!"]
     assert not await ledger.exists("c", tenant="default")
     assert "Hello!" in console.export_text()
+
+
+async def test_slash_commands_explain_bad_arguments_and_keep_going(tmp_path: Path) -> None:
+    chat, console = _session(tmp_path, [Msg.assistant("One."), Msg.assistant("Two.")])
+    await _chat_loop(
+        chat,
+        iter(
+            [
+                "a",
+                "/undo abc",
+                "/undo 0",
+                "/undo 99",
+                "/frobnicate",
+                "/fork",
+                "/undo",
+                "b",
+            ]
+        ),
+    )
+    out = console.export_text()
+    assert "usage: /undo [N] removes the last N messages (N >= 1), got 'abc'" in out
+    assert "got '0'" in out and "only 2 messages to undo; nothing changed" in out
+    assert "unknown command /frobnicate; commands: /history" in out
+    assert "usage: /fork NAME" in out
+    assert "removed the last 1 message, 1 left (v3; v2 still loads)" in out
+    assert [m.text for m in await chat.ledger.messages("c")] == ["a", "b", "Two."]
+    assert [m.text for m in await chat.ledger.messages("c", version=2)] == ["a", "One."]
+
+
+async def test_fork_onto_an_existing_session_keeps_the_chat(tmp_path: Path) -> None:
+    chat, console = _session(tmp_path, [Msg.assistant("One."), Msg.assistant("Two.")])
+    await chat.ledger.save("taken", [Msg.user("mine")])
+    await _chat_loop(chat, iter(["/fork x", "a", "/fork taken", "b"]))
+    out = console.export_text()
+    assert "nothing to fork yet" in out
+    assert "session 'taken' already exists; still in 'c'" in out
+    assert chat.session == "c" and len(await chat.ledger.messages("c")) == 4
+    assert [m.text for m in await chat.ledger.messages("taken")] == ["mine"]
+
+
+async def test_a_busy_session_says_the_message_was_not_sent(tmp_path: Path) -> None:
+    chat, console = _session(tmp_path, [Msg.assistant("One.")])
+    with chat.ledger.sync.lease("c"):
+        await _chat_loop(chat, iter(["lost?"]))
+    await _chat_loop(chat, iter(["again"]))
+    out = console.export_text()
+    assert "not sent: session 'c' is busy" in out
+    assert [m.text for m in await chat.ledger.messages("c")] == ["again", "One."]
+
+
+def _script(tmp_path: Path) -> str:
+    path = tmp_path / "answers.json"
+    path.write_text('[{"text": "Hi from the script."}]')
+    return f"scripted:{path}"
+
+
+def test_chat_command_banner_tenant_and_busy_session(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    args = ["chat", "--model", _script(tmp_path), "--store", url, "--tenant", "acme"]
+    result = CliRunner().invoke(app, args, input="hello\n")
+    assert result.exit_code == 0, result.output
+    assert "session 'chat' (tenant 'acme')" in result.stdout and "a new session" in result.stdout
+    assert "Hi from the script." in result.stdout
+    with Ledger(url, tenant="acme") as ledger:
+        assert [m.text for m in ledger.messages("chat")] == ["hello", "Hi from the script."]
+        with ledger.lease("chat"):
+            busy = CliRunner().invoke(app, args, input="hello\n")
+    assert busy.exit_code == 4 and busy.stdout == ""
+    assert busy.stderr.startswith("error: session 'chat' (tenant 'acme') is already running")
+    result = CliRunner().invoke(app, args, input="")
+    assert "resumed 2 messages (v" in result.stdout
+
+
+def test_a_missing_extra_shows_the_whole_install_hint(monkeypatch) -> None:
+    def missing(*args, **kwargs):
+        raise MissingDependencyError('this needs: pip install "agentledger[openai]"')
+
+    monkeypatch.setattr("agentledger.cli.chat.ReActAgent", missing)
+    result = CliRunner().invoke(app, ["chat", "--model", "openai:x", "--store", "memory://"])
+    assert result.exit_code == 1
+    assert result.stderr == 'error: this needs: pip install "agentledger[openai]"\n'

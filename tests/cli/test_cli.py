@@ -29,24 +29,49 @@ def test_demo_runs_offline_and_ends_valid(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     result = runner.invoke(app, ["demo", "--store", url, "--turns", "5"], env={"COLUMNS": "150"})
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""
     out = result.output
-    assert "interrupted (user); kept: assistant [thinking, text] Let me check Rome" in out
+    assert "interrupted (user); saved v8, kept: assistant [thinking, text] Let me check Rome" in out
+    assert "saved v3   tool calls marked as started" in out
     assert "died (exit code 9)" in out
     assert "[result error t3-book] The call to book_table started" in out
     assert "pass strict validation ✓" in out and "nothing written" in out
+    assert f"agentledger sessions --store {url}" in out
     with Ledger(url) as ledger:
-        history = ledger.messages("agent-demo")
+        history = ledger.messages("agent-demo-1")
         assert [m.role for m in history].count("tool") == 3
         assert not any(c.name == "book_table" for c in history[-1].tool_calls)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+def test_the_demo_reruns_on_the_same_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    for run in (1, 2):
+        result = runner.invoke(app, ["demo", "--store", url, "--turns", "2"])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == "" and f"show agent-demo-{run} " in result.stdout
     with Ledger(url) as ledger:
-        ledger.save("chat", [Msg.user("hello there", id="u"), Msg.assistant("hi", id="a")])
-        ledger.save("chat", [Msg.user("hello there", id="u"), Msg.assistant("hi!", id="a")])
-    return url
+        first, second = ledger.messages("agent-demo-1"), ledger.messages("agent-demo-2")
+        assert len(first) == len(second) == 11
+        assert ledger.messages("demo-1") and ledger.messages("own-loop-2")
+
+
+def test_the_demo_runs_on_memory_and_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = runner.invoke(app, ["demo", "--store", "memory://", "--turns", "1"])
+    assert result.exit_code == 0, result.output
+    assert "skipped: a memory:// store dies with its process" in result.stdout
+    assert "every tool call answered exactly once" in result.stdout
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    result = runner.invoke(app, ["demo", "--turns", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "data" / "agentledger" / "demo.db").exists()
+
+
+def test_demo_with_no_turns_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["demo", "--store", "memory://", "--turns", "0"])
+    assert result.exit_code == 2 and "--turns" in result.stderr
+    assert "Traceback" not in result.output
 
 
 def test_sessions_show_history_search(store: str) -> None:
@@ -77,7 +102,7 @@ def test_export_import_fork_delete(store: str, tmp_path: Path) -> None:
         assert ledger.messages("copy") == ledger.messages("chat")
         assert ledger.messages("t")[0].text == "from openai"
         assert ledger.messages("branch")[1].text == "hi"
-    assert "deleted" in runner.invoke(app, ["delete", "branch", "--store", store]).output
+    assert "deleted" in runner.invoke(app, ["delete", "branch", "--yes", "--store", store]).output
     result = runner.invoke(app, ["show", "branch", "--store", store])
     assert result.exit_code != 0
 
@@ -85,3 +110,59 @@ def test_export_import_fork_delete(store: str, tmp_path: Path) -> None:
 def test_bad_store_url_is_a_clear_error() -> None:
     result = runner.invoke(app, ["sessions", "--store", "ftp://nope"])
     assert result.exit_code != 0 and "unknown store URL" in result.output
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    for name in COMMANDS:
+        assert f"`agentledger {name}" in section, f"{name} is not in README's Command line"
+    for code in ("1", "2", "3", "4"):
+        assert f"| {code} |" in section
+
+
+def test_settings_come_from_flag_then_environment_then_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    urls = {n: f"sqlite:///{tmp_path / n}.db" for n in ("conf", "env", "flag")}
+    for name, url in urls.items():
+        with Ledger(url, tenant="acme") as ledger:
+            ledger.save(f"in-{name}", [Msg.user(name)])
+    config = tmp_path / "config.toml"
+    config.write_text(f'store = "{urls["conf"]}"\ntenant = "acme"\nmodel = "scripted:x.json"\n')
+    monkeypatch.setenv("AGENTLEDGER_CONFIG", str(config))
+
+    def listed(*args: str, env: dict | None = None) -> list[str]:
+        result = runner.invoke(app, ["sessions", "--json", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return [s["session"] for s in json.loads(result.stdout)]
+
+    assert listed() == ["in-conf"]
+    assert listed(env={"AGENTLEDGER_STORE": urls["env"]}) == ["in-env"]
+    assert listed("--store", urls["flag"], env={"AGENTLEDGER_STORE": urls["env"]}) == ["in-flag"]
+    assert listed("--tenant", "default") == []
+    from agentledger.cli.chat import resolve_model
+
+    assert resolve_model(None) == "scripted:x.json"
+    monkeypatch.setenv("AGENTLEDGER_MODEL", "openai:m")
+    assert resolve_model(None) == "openai:m" and resolve_model("anthropic:c") == "anthropic:c"
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("store = ", "cannot read the config file"),
+        ('colour = "red"', "unknown key(s) colour"),
+        ("tenant = 3", "tenant in"),
+    ],
+)
+def test_a_bad_config_file_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, words: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(content)
+    monkeypatch.setenv("AGENTLEDGER_CONFIG", str(config))
+    result = runner.invoke(app, ["sessions"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and words in result.stderr
+    assert str(config) in result.stderr and result.stderr.count("\n") == 1

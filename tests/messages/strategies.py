@@ -93,6 +93,7 @@ blocks = (
     | st.builds(ThinkingBlock, thinking=text, signature=st.none() | text, redacted=st.booleans())
     | media
     | st.builds(ToolUseBlock, id=text, name=text, input=metadata, metadata=metadata)
+    | st.builds(ToolUseBlock, id=text, name=text, arguments=text, metadata=metadata)
     | st.builds(
         ToolResultBlock,
         id=text,
@@ -137,6 +138,37 @@ odd_text = st.sampled_from(
         "\ufffd",
     ]
 ) | st.text(max_size=12)
+_json_scalar = st.sampled_from(
+    [
+        "1",
+        "-0",
+        "1.0e2",
+        "1E-7",
+        "18446744073709551616",
+        "-123456789012345678901234567890",
+        "1.5",
+        "true",
+        "null",
+        '"\\u00fc"',
+        '"\u00fc"',
+        '"\\ud83d\\ude00"',
+        '"a\\/b"',
+        '"\\u0000"',
+        "NaN",
+        "[1 , 2]",
+        '{"_raw_arguments": "x"}',
+    ]
+)
+_json_key = st.sampled_from(['"a"', '"b"', '"\\u0061"', '"_raw_arguments"', '""', '"$bytes"'])
+_json_space = st.sampled_from(["", " ", "\n  ", "\t"])
+json_texts = st.builds(
+    lambda pairs, sp: "{" + sp + ("," + sp).join(f"{k}:{sp}{v}" for k, v in pairs) + sp + "}",
+    st.lists(st.tuples(_json_key, _json_scalar), max_size=4),
+    _json_space,
+) | st.sampled_from(["", "   ", "{", '{"a": tru', "[1]", '"x"', "{}", "null", "{} {}"])
+"""Tool-argument texts a model may write: big integers, escapes, exponents, duplicate keys,
+odd spacing, NaN, and texts that are not a JSON object at all."""
+
 odd_scalars = st.sampled_from(
     [
         -(2**63),
@@ -213,6 +245,7 @@ hostile_blocks = (
     | st.builds(ThinkingBlock, thinking=odd_text, signature=st.none() | odd_text)
     | odd_media
     | st.builds(ToolUseBlock, id=odd_text, name=odd_text, input=odd_metadata)
+    | st.builds(ToolUseBlock, id=odd_text, name=odd_text, arguments=odd_text | json_texts)
     | st.builds(
         ToolResultBlock,
         id=odd_text,
@@ -320,7 +353,13 @@ _FIELDS: dict[Callable[..., Any], dict[str, str]] = {
     AudioBlock: _MEDIA_FIELDS,
     VideoBlock: _MEDIA_FIELDS,
     FileBlock: {**_MEDIA_FIELDS, "filename": "optional_text"},
-    ToolUseBlock: {"id": "text", "name": "text", "input": "map", "metadata": "map"},
+    ToolUseBlock: {
+        "id": "text",
+        "name": "text",
+        "input": "map",
+        "arguments": "optional_text",
+        "metadata": "map",
+    },
     ToolResultBlock: {
         "id": "text",
         "name": "text",

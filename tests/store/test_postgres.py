@@ -29,6 +29,7 @@ from agentledger import AsyncLedger
 from agentledger.errors import (
     ConflictError,
     CorruptStoreError,
+    OutcomeUnknownError,
     SessionBusyError,
     StoreError,
     StoreUnavailableError,
@@ -301,6 +302,81 @@ def test_connection_lost_after_the_server_committed_counts_as_saved(
     assert [m.text for m in Ledger(open_store()).messages("s")] == ["one", "two"]
 
 
+def test_a_save_against_a_session_that_moved_is_refused_and_writes_nothing(
+    open_store: OpenStore,
+) -> None:
+    """The one-round-trip save: its guarded bump fails the pipeline, so none of the writes
+    queued behind it run, and the conflict names what happened (another commit, or the session
+    deleted and created again)."""
+    first, second = Ledger(open_store()), Ledger(open_store())
+    first.save("s", [Msg.user("one", id="1")])
+    assert second.version("s") == 1  # second now knows the session's row
+    first.save("s", [Msg.user("one", id="1"), Msg.user("two", id="2")])
+    with pytest.raises(ConflictError, match="at version 2") as info:
+        second.save("s", [Msg.user("other", id="x")], expected_version=1)
+    assert (info.value.expected, info.value.actual) == (1, 2)
+    assert [m.id for m in Ledger(open_store()).messages("s")] == ["1", "2"]
+    assert second.save("s", [Msg.user("other", id="x")]).version == 3  # re-planned
+
+    third = Ledger(open_store())
+    assert third.version("s") == 3
+    first.delete("s")
+    first.save("s", [Msg.user("new", id="n")])  # version 1 of a new session row
+    with pytest.raises(ConflictError):
+        third.save("s", [Msg.user("late", id="l")], expected_version=3)
+    assert [m.id for m in Ledger(open_store()).messages("s")] == ["n"]
+
+
+def test_a_ledger_planning_from_its_cache_never_trusts_it_for_a_no_op_or_a_refusal(
+    open_store: OpenStore,
+) -> None:
+    """Postgres saves plan from the ledger's cache without reading the version first; a save
+    that looks like a no-op, or like a conflict with ``expected_version``, is decided only after
+    the version is read."""
+    mine, other = Ledger(open_store()), Ledger(open_store())
+    original = [Msg.user("one", id="1")]
+    mine.save("s", original)
+    other.save("s", [Msg.user("changed", id="1")])  # mine's cache still holds version 1
+    report = mine.save("s", original)  # equal to the stale cache, not to what is stored
+    assert not report.noop and report.version == 3
+    assert Ledger(open_store()).messages("s") == original
+
+    other.save("s", [*original, Msg.user("two", id="2")])  # version 4; mine cached 3
+    assert mine.save("s", original, expected_version=4).version == 5
+
+
+def test_a_commit_whose_outcome_cannot_be_learned_is_outcome_unknown(
+    open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply to COMMIT is lost and the server cannot be asked: neither success nor "not
+    committed" would be true, so the error says the outcome is unknown, and the ledger reads
+    the session again before its next save."""
+    store = open_store(timeout=0.5)
+    ledger = Ledger(store)
+    ledger.save("s", [Msg.user("one", id="1")])
+    commit = PostgresStore._commit
+
+    def commit_then_lose_reply(
+        self: PostgresStore, conn: psycopg.Connection[Any], *args: Any
+    ) -> None:
+        commit(self, conn, *args)
+        pg.terminate(pg_url, conn.info.backend_pid)
+        conn.execute("SELECT 1")
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(PostgresStore, "_commit", commit_then_lose_reply)
+    monkeypatch.setattr(store._pg, "connect", unreachable)
+    two = [Msg.user("one", id="1"), Msg.user("two", id="2")]
+    with pytest.raises(OutcomeUnknownError, match="unknown") as info:
+        ledger.save("s", two)
+    assert not isinstance(info.value, StoreUnavailableError)  # that one promises "not applied"
+    monkeypatch.undo()
+    assert ledger.version("s") == 2  # it had committed; the ledger asks instead of guessing
+    assert ledger.save("s", [*two, Msg.user("three", id="3")]).version == 3
+
+
 def test_a_server_side_timeout_is_a_store_error_and_changes_nothing(
     pg_url: str, schema: str, db: psycopg.Connection[Any]
 ) -> None:
@@ -469,8 +545,9 @@ def test_lease_survives_a_dropped_lease_connection(
     with store.lease(key):
         assert not free()
     assert free()
-    assert store._lease_conn is not None
-    pg.terminate(pg_url, store._lease_conn.info.backend_pid)
+    held = store._leases._conn
+    assert held is not None
+    pg.terminate(pg_url, held.info.backend_pid)
     with store.lease(key):  # reconnects
         assert not free()
     assert free()

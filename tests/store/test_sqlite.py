@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 from agentledger import decode, encode
-from agentledger.errors import ConflictError, CorruptStoreError, StoreError, VersionNotFoundError
+from agentledger.errors import (
+    ConflictError,
+    CorruptStoreError,
+    StoreError,
+    UserError,
+    VersionNotFoundError,
+)
 from agentledger.messages import ImageBlock, Msg
 from agentledger.store import (
     CommitPlan,
@@ -307,6 +313,27 @@ def test_url_opens_relative_and_absolute_paths(
     finally:
         relative.close()
         absolute.close()
+
+
+def test_synchronous_full_flushes_every_commit_for_every_store_sharing_the_file(
+    db_path: Path,
+) -> None:
+    """A store asking for ``synchronous=full`` gets it, also when another store on the same file
+    (sharing one writer) opened it first with the default; the URL option says the same."""
+    normal = SqliteStore(db_path)
+    full = open_store(f"sqlite:///{db_path}?synchronous=full")
+    try:
+        Ledger(normal).save("s", [Msg.user("a", id="a")])
+        writer = normal._db().writer()
+        assert writer.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        Ledger(full).save("s", [Msg.user("a", id="a"), Msg.user("b", id="b")])
+        assert writer.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, shared
+    finally:
+        normal.close()
+        full.close()
+    for bad in ("?synchronous=off", "?sync=full", "?"):
+        with pytest.raises(UserError):
+            open_store(f"sqlite:///{db_path}{bad}")
 
 
 def test_timestamps_are_aware_utc_and_order_is_by_version(open_ledger: OpenLedger) -> None:

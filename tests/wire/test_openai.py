@@ -41,7 +41,7 @@ def test_round_trip_keeps_ids_roles_pairing_and_media(history: list[Msg]) -> Non
     asst = back[2]
     assert [c.id for c in asst.tool_calls] == ["call-1", "call-2"]
     assert asst.tool_calls[0].input == {"factor": 2, "area": (1, 2)}
-    assert asst.thinking == "Look closer."
+    assert asst.thinking == ""  # signed (Anthropic's) thinking is never sent to OpenAI
     assert asst.text == "Checking."
     results = back[3].tool_results + back[4].tool_results
     assert [(r.id, r.name, r.text) for r in results] == [
@@ -60,7 +60,7 @@ def test_output_shape_is_plain_chat_completions(history: list[Msg]) -> None:
     assert all("id" not in d for d in dicts)
     json.dumps(dicts)  # plain JSON, nothing else
     asst = dicts[2]
-    assert asst["reasoning_content"] == "Look closer."
+    assert "reasoning_content" not in asst
     assert asst["tool_calls"][0] == {
         "id": "call-1",
         "type": "function",
@@ -76,10 +76,30 @@ def test_output_shape_is_plain_chat_completions(history: list[Msg]) -> None:
 def test_tool_only_assistant_has_null_content_and_thinking_only_has_empty() -> None:
     call = ToolUseBlock(id="c", name="f")
     d_call, d_think = to_openai(
-        [Msg.assistant(call, created_at=None), Msg.assistant(ThinkingBlock(thinking="t"))]
+        [Msg.assistant(call, created_at=None), Msg.assistant(ThinkingBlock(thinking="t"))],
+        reasoning=True,
     )
     assert d_call["content"] is None
     assert d_think == {"role": "assistant", "content": "", "reasoning_content": "t"}
+
+
+def test_reasoning_goes_only_where_asked() -> None:
+    mine = ThinkingBlock(thinking="mine", metadata={"_reasoning_source": "srv-a"})
+    other = ThinkingBlock(thinking="other", metadata={"_reasoning_source": "srv-b"})
+    read = ThinkingBlock(thinking="read")  # from a caller's dicts: no source
+    signed = ThinkingBlock(thinking="signed", signature="sig")
+    msgs = [Msg.assistant([b, TextBlock(text="x")]) for b in (mine, other, read, signed)]
+    sent = {
+        str(mode): [d.get("reasoning_content") for d in to_openai(msgs, reasoning=mode)]
+        for mode in (False, True, "srv-a")
+    }
+    assert sent == {
+        "False": [None, None, None, None],
+        "True": ["mine", "other", "read", None],
+        "srv-a": ["mine", None, None, None],
+    }
+    with pytest.raises(UserError, match="reasoning must be"):
+        to_openai(msgs, reasoning=1)  # type: ignore[arg-type]
 
 
 def test_invalid_json_arguments_are_kept_verbatim_without_crashing() -> None:
@@ -101,8 +121,8 @@ def test_invalid_json_arguments_are_kept_verbatim_without_crashing() -> None:
     assert calls[0].input == {"_raw_arguments": raw}
     assert calls[1].input == {"_raw_arguments": "[1]"}
     assert calls[2].input == {}
-    out = to_openai(msgs)
-    assert [c["function"]["arguments"] for c in out[1]["tool_calls"]] == [raw, "[1]", "{}"]
+    out = to_openai(msgs)  # sent back byte for byte, the empty text included
+    assert [c["function"]["arguments"] for c in out[1]["tool_calls"]] == [raw, "[1]", ""]
 
 
 def test_tool_result_name_comes_from_its_call() -> None:
@@ -236,7 +256,12 @@ _user_blocks = st.lists(
         _text.map(lambda t: TextBlock(text=t)),
         st.binary(max_size=32).map(lambda b: ImageBlock(media_type="image/webp", data=b)),
         st.binary(max_size=32).map(lambda b: AudioBlock(media_type="audio/mpeg", data=b)),
-        st.binary(max_size=32).map(lambda b: FileBlock(media_type="application/pdf", data=b)),
+        st.builds(
+            FileBlock,
+            media_type=st.just("application/pdf"),
+            data=st.binary(max_size=32),
+            filename=st.text(min_size=1, max_size=8),  # without one it gets "file.pdf"
+        ),
     ),
     min_size=2,
     max_size=5,

@@ -127,7 +127,7 @@ def test_public_metadata_round_trips_bytes() -> None:
 
 
 def test_arguments_helpers() -> None:
-    assert parse_arguments('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert parse_arguments('{"a": [1, 2]}') == {"a": (1, 2)}
     assert parse_arguments("") == {} and parse_arguments(None) == {}
     assert parse_arguments("nope") == {"_raw_arguments": "nope"}
     colliding = '{"_raw_arguments": "x"}'  # valid JSON that looks like our marker
@@ -139,8 +139,17 @@ def test_arguments_helpers() -> None:
 def test_wire_all_lists_exactly_the_public_names() -> None:
     assert len(set(wire.__all__)) == len(wire.__all__)
     public = {n for n in vars(wire) if not n.startswith("_")}
-    submodules = {"agui", "anthropic", "openai", "private", "responses", "responses_parts"}
-    assert public - submodules == set(wire.__all__)  # ``validate`` is the function
+    submodules = {
+        "agui",
+        "anthropic",
+        "media",
+        "openai",
+        "private",
+        "responses",
+        "responses_parts",
+        "tool_ids",
+    }  # ``validate`` is the function
+    assert public - submodules == set(wire.__all__)
     assert callable(wire.validate)
 
 

@@ -29,10 +29,12 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from agentledger.errors import CodecError, ModelError
+from agentledger.messages.arguments import input_of, is_raw
 from agentledger.messages.blocks import Block, TextBlock, ThinkingBlock, ToolUseBlock
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
 from agentledger.messages.values import EMPTY, FrozenMap, freeze_map
+from agentledger.wire.private import REASONING_SOURCE_KEY, REFUSAL_KEY
 
 __all__ = [
     "ModelEvent",
@@ -49,19 +51,23 @@ __all__ = [
     "UsageReport",
 ]
 
-_RAW_ARGUMENTS_KEY = "_raw_arguments"  # same key as wire.private.RAW_ARGUMENTS_KEY
-
 
 class TextDelta(msgspec.Struct, frozen=True):
-    """A piece of the answer text."""
+    """A piece of the answer text; ``refusal`` marks a refusal (OpenAI's ``refusal`` field),
+    kept as its own text block with ``metadata={"refusal": True}``."""
 
     text: str
+    refusal: bool = False
 
 
 class ThinkingDelta(msgspec.Struct, frozen=True):
-    """A piece of the model's reasoning."""
+    """A piece of the model's reasoning. ``source`` names the provider that wrote reasoning it
+    does not sign (an OpenAI-compatible server's ``reasoning_content``); the thinking block keeps
+    it in the private metadata key ``_reasoning_source``, so that only that provider is sent the
+    reasoning again (see ``wire.to_openai``)."""
 
     text: str
+    source: str | None = None
 
 
 class ThinkingSignature(msgspec.Struct, frozen=True):
@@ -77,11 +83,18 @@ class RedactedThinking(msgspec.Struct, frozen=True):
 
 
 class ToolCallStart(msgspec.Struct, frozen=True):
-    """The model starts a tool call; its arguments follow as ``ToolCallDelta`` events."""
+    """The model starts a tool call; its arguments follow as ``ToolCallDelta`` events.
+
+    ``text_arguments``: the provider's own format carries the arguments as text (OpenAI), so
+    the text is kept verbatim to be sent back byte for byte. ``False`` for a provider whose
+    format holds an object (Anthropic streams the object as JSON text): the text is kept only
+    when ``input`` cannot hold it exactly.
+    """
 
     index: int
     id: str
     name: str
+    text_arguments: bool = True
 
 
 class ToolCallDelta(msgspec.Struct, frozen=True):
@@ -133,6 +146,7 @@ class StreamedToolCall(msgspec.Struct, frozen=True):
     name: str
     arguments: str
     complete: bool
+    text_arguments: bool = True
 
     def parse(self) -> FrozenMap:
         """The arguments as a (frozen) JSON object. Raises ``ModelError`` if they are not one."""
@@ -155,13 +169,13 @@ class StreamedToolCall(msgspec.Struct, frozen=True):
         )
 
     def block(self) -> ToolUseBlock:
-        """A ``ToolUseBlock``; arguments that are not a JSON object are kept verbatim under
-        ``_raw_arguments`` (as ``wire`` does) rather than raising."""
-        try:
-            args = self.parse()
-        except ModelError:
-            args = freeze_map({_RAW_ARGUMENTS_KEY: self.arguments})
-        return ToolUseBlock(id=self.id, name=self.name, input=args)
+        """A ``ToolUseBlock`` keeping the argument text verbatim (``ToolUseBlock.arguments``);
+        text that holds no JSON object is kept too, marked in ``input`` (``_raw_arguments``)."""
+        if not self.text_arguments:
+            derived = input_of(self.arguments)
+            if not is_raw(derived):
+                return ToolUseBlock(id=self.id, name=self.name, input=derived)
+        return ToolUseBlock(id=self.id, name=self.name, arguments=self.arguments)
 
 
 def _text(value: object, what: str) -> str:
@@ -181,26 +195,35 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 class _Tool:
-    __slots__ = ("chunks", "complete", "id", "index", "name")
+    __slots__ = ("chunks", "complete", "id", "index", "name", "text_arguments")
 
-    def __init__(self, index: int, id: str, name: str) -> None:
+    def __init__(self, index: int, id: str, name: str, text_arguments: bool) -> None:
         self.index, self.id, self.name = index, id, name
+        self.text_arguments = text_arguments
         self.chunks: list[str] = []
         self.complete = False
 
     def snapshot(self) -> StreamedToolCall:
-        return StreamedToolCall(self.index, self.id, self.name, "".join(self.chunks), self.complete)
+        text = "".join(self.chunks)
+        return StreamedToolCall(
+            self.index, self.id, self.name, text, self.complete, self.text_arguments
+        )
+
+
+_PartKind = Literal["text", "refusal", "thinking", "redacted"]
 
 
 class _Part:
-    """One block being assembled: text, thinking (open until signed) or redacted thinking."""
+    """One block being assembled: text, refusal, thinking (open until signed) or redacted
+    thinking; ``source`` is the provider of unsigned thinking (``ThinkingDelta.source``)."""
 
-    __slots__ = ("chunks", "kind", "signature")
+    __slots__ = ("chunks", "kind", "signature", "source")
 
-    def __init__(self, kind: Literal["text", "thinking", "redacted"], first: str = "") -> None:
+    def __init__(self, kind: _PartKind, first: str = "", source: str | None = None) -> None:
         self.kind = kind
         self.chunks = [first] if first else []
         self.signature: str | None = None
+        self.source = source
 
 
 class ResponseBuilder:
@@ -208,8 +231,10 @@ class ResponseBuilder:
 
     ``add(event)`` for each event; ``partial()`` at any moment gives the message so far (text and
     thinking streamed, plus the tool calls whose arguments were complete); ``build(stop_reason)``
-    gives the final ``ModelResponse`` and is strict: a tool call left incomplete or whose
-    arguments are not a JSON object raises ``ModelError``. ``partial()`` and ``build()`` give the
+    gives the final ``ModelResponse`` and is strict: a tool call left incomplete raises
+    ``ModelError``. Argument text is kept verbatim whatever it holds (``ToolUseBlock.arguments``):
+    text that is no JSON object is stored and sent back as it came, and the tool runner answers
+    such a call with an error result. ``partial()`` and ``build()`` give the
     same message id, so persisting a partial and later the final message never duplicates.
     """
 
@@ -236,9 +261,12 @@ class ResponseBuilder:
         wrong type) or contradicts the stream so far; adapters add each event here before
         yielding it, so a bad provider answer never reaches the caller as an event."""
         if isinstance(event, TextDelta):
-            self._append("text", _text(event.text, "text"))
+            self._append("refusal" if event.refusal is True else "text", _text(event.text, "text"))
         elif isinstance(event, ThinkingDelta):
-            self._append("thinking", _text(event.text, "thinking"))
+            source = event.source
+            if source is not None:
+                source = _text(source, "reasoning source")
+            self._append("thinking", _text(event.text, "thinking"), source)
         elif isinstance(event, ThinkingSignature):
             signature = _text(event.signature, "thinking signature")
             part = self._open_thinking()
@@ -255,7 +283,7 @@ class ResponseBuilder:
             call_id, name = _text(event.id, "tool call id"), _text(event.name, "tool name")
             if not call_id or not name:
                 raise ModelError(f"tool call {index} has no id or no name")
-            tool = _Tool(index, call_id, name)
+            tool = _Tool(index, call_id, name, event.text_arguments is not False)
             self._tools[index] = tool
             self._parts.append(tool)
         elif isinstance(event, ToolCallDelta):
@@ -272,14 +300,19 @@ class ResponseBuilder:
         else:
             raise TypeError(f"not a model event: {event!r}")
 
-    def _append(self, kind: Literal["text", "thinking"], text: str) -> None:
+    def _append(self, kind: _PartKind, text: str, source: str | None = None) -> None:
         if not text:
             return
         last = self._parts[-1] if self._parts else None
-        if isinstance(last, _Part) and last.kind == kind and last.signature is None:
+        if (
+            isinstance(last, _Part)
+            and last.kind == kind
+            and last.signature is None
+            and last.source == source
+        ):
             last.chunks.append(text)
         else:
-            self._parts.append(_Part(kind, text))
+            self._parts.append(_Part(kind, text, source))
 
     def _open_thinking(self) -> _Part | None:
         for part in reversed(self._parts):
@@ -322,7 +355,7 @@ class ResponseBuilder:
         return self._message(self._blocks(strict=False))
 
     def build(self, stop_reason: str) -> ModelResponse:
-        """The final response. Raises ``ModelError`` for an incomplete or invalid tool call."""
+        """The final response. Raises ``ModelError`` for an incomplete tool call."""
         message = self._message(self._blocks(strict=True, why=stop_reason))
         return ModelResponse(message, stop_reason)
 
@@ -337,24 +370,21 @@ class ResponseBuilder:
                         f"call {call.name!r} ({call.id}) were complete"
                     )
                 if call.complete:
-                    if strict:
-                        try:
-                            args = call.parse()
-                        except ModelError as exc:
-                            hint = " (the output hit max_tokens)" if why == "max_tokens" else ""
-                            raise ModelError(f"{exc}{hint}") from None
-                        blocks.append(ToolUseBlock(id=call.id, name=call.name, input=args))
-                    else:
-                        blocks.append(call.block())
+                    blocks.append(call.block())
                 continue
             text = "".join(part.chunks)
             if part.kind == "text":
                 if text:
                     blocks.append(TextBlock(text=text))
+            elif part.kind == "refusal":
+                blocks.append(TextBlock(text=text, metadata={REFUSAL_KEY: True}))
             elif part.kind == "redacted":
                 blocks.append(ThinkingBlock(thinking=text, redacted=True))
             elif text or part.signature:
-                blocks.append(ThinkingBlock(thinking=text, signature=part.signature or None))
+                meta = {REASONING_SOURCE_KEY: part.source} if part.source else None
+                blocks.append(
+                    ThinkingBlock(thinking=text, signature=part.signature or None, metadata=meta)
+                )
         return blocks
 
     def _message(self, blocks: list[Block]) -> Msg:

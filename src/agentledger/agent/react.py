@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger.agent.call_ids import CallIds
 from agentledger.agent.context import (
     AgentEvent,
     ContextEditFailed,
@@ -282,11 +283,12 @@ class ReActAgent:
                 yield event
             check(run.context, target="strict")
             run.builder = ResponseBuilder()
-            async for event in self._reason(run):
+            call_ids = CallIds(run.context)
+            async for event in self._reason(run, call_ids):
                 yield event
             response = run.builder.response
             assert response is not None
-            message = response.message
+            message = call_ids.message(response.message)
             if message.id != run.builder.id:  # the id announced by ResponseStarted
                 message = message.replace(id=run.builder.id)
             for middleware in self.middlewares:
@@ -317,7 +319,7 @@ class ReActAgent:
                 return
         yield RunFinished(None, "max_iters", run.version)
 
-    async def _reason(self, run: _Run) -> AsyncIterator[AgentEvent]:
+    async def _reason(self, run: _Run, call_ids: CallIds) -> AsyncIterator[AgentEvent]:
         assert run.builder is not None
         yield ResponseStarted(run.builder.id)
         extra = run.ctx.instructions
@@ -333,6 +335,7 @@ class ReActAgent:
                     event = await self._until_interrupted(run, stream.__anext__())
                 except StopAsyncIteration:
                     break
+                event = call_ids.event(event)  # a reused tool-call id made unique
                 run.builder.add(event)
                 if not isinstance(event, ModelResponse):
                     yield event  # type: ignore[misc]

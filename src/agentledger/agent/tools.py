@@ -34,6 +34,7 @@ from agentledger.messages import (
     VideoBlock,
     thaw,
 )
+from agentledger.messages.arguments import RAW_ARGUMENTS_KEY, is_raw, json_arguments
 
 __all__ = ["Tool", "ToolContext", "tool"]
 
@@ -134,8 +135,14 @@ class Tool:
     async def run(self, call: ToolUseBlock, context: ToolContext) -> ToolResultBlock:
         """Run one call and return its result; never raises (except on cancellation)."""
         started = time.monotonic()
+        given = _arguments(call)
+        if given is None:
+            what = call.arguments if call.arguments is not None else call.input[RAW_ARGUMENTS_KEY]
+            return _error(
+                call, f"invalid arguments for {self.name}: not a JSON object: {what!r}", started
+            )
         try:
-            validated = self._args_model.model_validate(thaw(call.input))
+            validated = self._args_model.model_validate(given)
         except pydantic.ValidationError as exc:
             return _error(call, f"invalid arguments for {self.name}: {_brief(exc)}", started)
         args = {name: getattr(validated, name) for name in type(validated).model_fields}
@@ -244,3 +251,14 @@ def as_tools(tools: Sequence[ToolLike]) -> dict[str, Tool]:
             raise UserError(f"two tools are named {t.name!r}")
         out[t.name] = t
     return out
+
+
+def _arguments(call: ToolUseBlock) -> dict[str, Any] | None:
+    """The call's arguments exactly as the model wrote them (an integer past 64 bits included),
+    or ``None`` when they are not a JSON object."""
+    if call.arguments is not None:
+        return json_arguments(call.arguments)
+    if is_raw(call.input):
+        return None
+    plain: dict[str, Any] = thaw(call.input)
+    return plain

@@ -1,30 +1,34 @@
 """``agentledger demo``: an offline walk through what agentledger persists, step by step.
 
-No API key and no network: a real SQLite file in a temporary directory (or ``--store``), a
-scripted model, and scripted conversation content. First an agent runs, is interrupted, is
-killed and resumes (``demo_agent``); then the ledger shows what each save writes: an append
-writes the new turn, an edit writes the edited message, an unchanged reloaded list writes
-nothing, history stays readable, and the stored histories pass strict validation.
+No API key and no network: a real SQLite file (``demo.db`` in the user data directory, or
+``--store``), a scripted model, and scripted conversation content. Every run writes new sessions
+(``agent-demo-N``, ``demo-N``, ``own-loop-N`` with the first free ``N``), so the demo reruns on
+the same store, and the store is kept: the demo ends with the commands that inspect it.
+
+First an agent runs, is interrupted, is killed and resumes (``demo_agent``); then the ledger
+shows what each save writes: an append writes the new turn, an edit writes the edited message,
+an unchanged reloaded list writes nothing, history stays readable, and the stored histories
+pass strict validation.
 """
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from agentledger.cli.errors import state
 from agentledger.cli.options import StoreOption
-from agentledger.cli.sessions import describe
+from agentledger.cli.output import describe
+from agentledger.cli.store import default_path
 from agentledger.messages import Msg, TextBlock, decode, encode
 from agentledger.store import Ledger, SaveReport, Store, open_store
 from agentledger.testing.samples import sample_conversation
 
 __all__ = ["register", "run_ledger_demo"]
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 
 
 def _report(label: str, report: SaveReport) -> None:
@@ -36,41 +40,71 @@ def _report(label: str, report: SaveReport) -> None:
     console.print(f"  {label:<34} v{report.version:<3} {what:<42} {report.bytes_written:>7,} bytes")
 
 
-def run_ledger_demo(url: str, *, turns: int = 50, first_step: int = 1) -> None:
+def run_ledger_demo(url: str, *, turns: int = 50, first_step: int = 1, run: int = 1) -> None:
     """The ledger part of the demo: grow, edit, no-op, history, sync, validate.
 
     Each step opens a new ``Ledger`` (an empty cache, as a new process would have) on one store.
     """
     store = open_store(url)
     try:
-        _steps(store, url, turns, first_step)
+        _steps(store, url, turns, first_step, run)
     finally:
         store.close()
 
 
-def run_demo(url: str, *, turns: int = 50) -> None:
-    """The whole demo: the agent (steps 1-3), then the ledger (steps 4-9)."""
-    from agentledger.cli.demo_agent import SESSION, run_agent_demo
-
-    run_agent_demo(url)
+def next_run(url: str) -> int:
+    """The first ``N`` for which no session of the demo exists yet in the store."""
     with Ledger(url) as ledger:
-        version = ledger.version(SESSION)
+        taken = {info.session_id for info in ledger.list_sessions()}
+    run = 1
+    while {f"agent-demo-{run}", f"demo-{run}", f"own-loop-{run}"} & taken:
+        run += 1
+    return run
+
+
+def run_demo(url: str, *, turns: int = 50) -> None:
+    """The whole demo: the agent (steps 1-3), then the ledger (steps 4-10), on new sessions."""
+    from agentledger.cli.demo_agent import run_agent_demo
+
+    run = next_run(url)
+    session = f"agent-demo-{run}"
+    run_agent_demo(url, session)
+    with Ledger(url) as ledger:
+        version = ledger.version(session)
         console.print(f"[bold]4. Reload the agent session in a fresh handle[/] (v{version})")
-        history = ledger.messages(SESSION)
+        history = ledger.messages(session)
         for i, msg in enumerate(history):
             console.print(f"  {i:>2} {describe(msg, 70)}", markup=False)
         _validate(history)
         console.print(f"  {len(history)} messages pass strict validation ✓")
-    run_ledger_demo(url, turns=turns, first_step=5)
+    run_ledger_demo(url, turns=turns, first_step=5, run=run)
+    _next_steps(url, run, turns)
 
 
-def _steps(url: Store, label: str, turns: int, first: int) -> None:
-    session = "demo"
+def _next_steps(url: str, run: int, turns: int) -> None:
+    if url.startswith("memory:"):
+        console.print(
+            "The memory:// store ends with the demo; rerun with --store sqlite:///demo.db to "
+            "keep one and inspect it."
+        )
+        return
+    console.print(f"[bold]Try next[/] (the store is kept: {url})")
+    for command in (
+        "sessions",
+        f"show agent-demo-{run}",
+        f"history demo-{run}",
+        f"diff demo-{run} {turns} {turns + 1}",
+        f"check agent-demo-{run} --provider anthropic",
+    ):
+        console.print(f"  agentledger {command} --store {url}", markup=False)
+
+
+def _steps(url: Store, label: str, turns: int, first: int, run: int) -> None:
+    session = f"demo-{run}"
     step = iter(range(first, first + 10))
     conversation = sample_conversation(turns, seed=1)
     console.print(f"[bold]{next(step)}. Grow a conversation turn by turn[/] ({label})")
     with Ledger(url) as ledger:
-        ledger.delete(session)
         for t in range(turns):
             report = ledger.save(session, conversation[: 4 * (t + 1)])
             if t < 2 or t == turns - 1:
@@ -105,11 +139,11 @@ def _steps(url: Store, label: str, turns: int, first: int) -> None:
     console.print(f"[bold]{next(step)}. Your own loop: sync a list of OpenAI dicts by content[/]")
     with Ledger(url) as ledger:
         live = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-        _report("sync 2 dicts", ledger.sync("own-loop", live))
+        _report("sync 2 dicts", ledger.sync(f"own-loop-{run}", live))
         live.pop()
         live += [{"role": "assistant", "content": "hello again"}, {"role": "user", "content": "ok"}]
-        _report("drop one, add two", ledger.sync("own-loop", live))
-        _report("sync again, unchanged", ledger.sync("own-loop", live))
+        _report("drop one, add two", ledger.sync(f"own-loop-{run}", live))
+        _report("sync again, unchanged", ledger.sync(f"own-loop-{run}", live))
 
     console.print(f"[bold]{next(step)}. The stored history passes strict provider validation[/]")
     with Ledger(url) as ledger:
@@ -126,14 +160,15 @@ def _validate(msgs: list[Msg]) -> None:
 
 def demo(
     store: StoreOption = None,
-    turns: Annotated[int, typer.Option(help="Turns to grow the demo session to.")] = 50,
+    turns: Annotated[int, typer.Option(min=1, help="Turns to grow the demo session to.")] = 50,
 ) -> None:
-    """Run an offline demonstration on a real SQLite file (no API key needed)."""
-    if store:
-        run_demo(store, turns=turns)
-        return
-    with tempfile.TemporaryDirectory(prefix="agentledger-demo-") as tmp:
-        run_demo(f"sqlite:///{Path(tmp) / 'demo.db'}", turns=turns)
+    """Run an offline demonstration on a real SQLite file (no API key needed); rerunnable."""
+    if store is None:
+        path = default_path().with_name("demo.db")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = f"sqlite:///{path}"
+    state.store = store
+    run_demo(store, turns=turns)
 
 
 def register(app: typer.Typer) -> None:

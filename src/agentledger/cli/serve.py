@@ -14,8 +14,10 @@ from rich.console import Console
 
 from agentledger._optional import require
 from agentledger.cli.chat import HOW_TO_CONFIGURE, resolve_model
+from agentledger.cli.config import setting
+from agentledger.cli.errors import EXIT_USAGE, CliError
 from agentledger.cli.options import StoreOption, TenantOption
-from agentledger.errors import AgentLedgerError
+from agentledger.cli.store import resolve_store
 from agentledger.server.app import DEFAULT_MAX_BODY
 from agentledger.server.config import ENV_VAR, ServeConfig
 
@@ -41,7 +43,7 @@ def serve(
             help='JSON file {"<bearer token>": "<tenant>"}; without it no token is needed.',
         ),
     ] = None,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     max_body: Annotated[
         int, typer.Option(min=1, help="Largest request body accepted, in bytes (else HTTP 413).")
@@ -55,27 +57,26 @@ def serve(
     console = Console(stderr=True)
     spec = resolve_model(model)
     if spec is None:
-        console.print(HOW_TO_CONFIGURE.replace("agentledger chat", "agentledger serve"))
-        raise typer.Exit(2)
-    if workers > 1 and (store or "").startswith("memory:"):
-        console.print("memory:// cannot be shared by several workers; use sqlite or postgresql")
-        raise typer.Exit(2)
+        console.print(
+            HOW_TO_CONFIGURE.replace("agentledger chat", "agentledger serve"), markup=False
+        )
+        raise typer.Exit(EXIT_USAGE)
+    if workers > 1 and resolve_store(store).startswith("memory:"):
+        raise CliError(
+            "memory:// cannot be shared by several workers; use sqlite or postgresql", EXIT_USAGE
+        )
     config = ServeConfig(
         model=spec,
-        store=store,
+        store=resolve_store(store),
         tools=tools,
         auth_file=auth_file,
-        tenant=tenant,
+        tenant=setting("tenant", tenant) or "default",
         system_prompt=system,
         max_body=max_body,
         lease_wait=lease_wait,
     )
-    try:
-        uvicorn = require("uvicorn", "server")
-        app = config.build()
-    except AgentLedgerError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+    uvicorn = require("uvicorn", "server")
+    app = config.build()  # a bad model, store, tools or auth file fails here, as one line
     console.print(f"agentledger AG-UI server on http://{host}:{port}/ (model {spec})")
     if workers == 1:
         uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,187 +1,181 @@
-"""Commands that inspect and move sessions: list, show, history, search, export, import,
-fork, delete, purge."""
+"""Commands that read sessions: sessions, show, history, search. None of them writes or creates
+a store."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from agentledger.cli.options import StoreOption, TenantOption
-from agentledger.errors import AgentLedgerError
-from agentledger.messages import Msg
-from agentledger.store import Ledger
+from agentledger.cli.errors import EXIT_USAGE, CliError
+from agentledger.cli.errors import state as run
+from agentledger.cli.options import (
+    LimitOption,
+    OffsetOption,
+    SessionArg,
+    StoreOption,
+    TenantOption,
+)
+from agentledger.cli.output import JsonOption, Output, describe, message_json, utc
+from agentledger.cli.store import open_ledger
+from agentledger.errors import SessionNotFoundError
+from agentledger.messages import encode_value
+from agentledger.store import Ledger, SessionState
 
-__all__ = ["describe", "register"]
-
-console = Console(highlight=False)
+__all__ = ["describe", "load_existing", "register"]
 
 
-def _open(store: str | None, tenant: str) -> Ledger:
-    try:
-        return Ledger(store, tenant=tenant)
-    except AgentLedgerError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def describe(msg: Msg, width: int = 100) -> str:
-    """One readable line for a message: role, blocks, text."""
-    kinds = []
-    for block in msg.content:
-        kind = type(block).__name__.removesuffix("Block").lower()
-        if kind == "tooluse":
-            kind = f"call {block.name}({block.id})"  # type: ignore[union-attr]
-        elif kind == "toolresult":
-            err = " error" if block.is_error else ""  # type: ignore[union-attr]
-            kind = f"result{err} {block.id}"  # type: ignore[union-attr]
-        kinds.append(kind)
-    results = " | ".join(r.text for r in msg.tool_results)
-    text = " ".join((msg.text or results or msg.thinking or "").split())
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return f"{msg.role:<9} [{', '.join(kinds)}] {text}"
+def load_existing(ledger: Ledger, session: str, version: int | None = None) -> SessionState:
+    """The session (at ``version``), or "not found" naming the store."""
+    run.session = session
+    if version == 0:
+        raise CliError("version 0 is the empty session before the first commit", EXIT_USAGE)
+    loaded = ledger.load(session, version=version)
+    if not loaded.exists:
+        raise SessionNotFoundError(f"no session {session!r} in {ledger.store.location}")
+    return loaded
 
 
 def list_sessions(
     store: StoreOption = None,
-    tenant: TenantOption = "default",
-    limit: Annotated[int, typer.Option(help="Show at most this many.")] = 50,
+    tenant: TenantOption = None,
+    limit: LimitOption = 50,
+    offset: OffsetOption = 0,
+    as_json: JsonOption = False,
 ) -> None:
     """List sessions, most recently updated first."""
-    with _open(store, tenant) as ledger:
-        table = Table("session", "title", "messages", "version", "updated")
-        for info in ledger.list_sessions(limit=limit):
-            table.add_row(
-                info.session_id,
-                info.title or "",
-                str(info.message_count),
-                str(info.version),
-                info.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
-            )
-        console.print(table)
+    out = Output(as_json)
+    with open_ledger(store, tenant) as ledger:
+        infos = ledger.list_sessions(limit=limit, offset=offset)
+        where = ledger.store.location or "memory://"
+    out.table(
+        ("session", "title", "messages", "version", "updated (UTC)"),
+        [
+            (i.session_id, i.title or "", i.message_count, i.version, utc(i.updated_at))
+            for i in infos
+        ],
+        [
+            {
+                "session": i.session_id,
+                "title": i.title,
+                "messages": i.message_count,
+                "version": i.version,
+                "created_at": i.created_at.isoformat(),
+                "updated_at": i.updated_at.isoformat(),
+            }
+            for i in infos
+        ],
+        title=f"sessions in {where}",
+    )
 
 
 def show(
-    session: Annotated[str, typer.Argument(help="Session id.")],
+    session: SessionArg,
     store: StoreOption = None,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
     version: Annotated[int | None, typer.Option(help="Show the session as it was then.")] = None,
+    limit: LimitOption = None,
+    offset: OffsetOption = 0,
+    as_json: JsonOption = False,
 ) -> None:
-    """Print a session's messages (optionally at a past version)."""
-    with _open(store, tenant) as ledger:
-        state = ledger.load(session, version=version)
-        if not state.exists:
-            raise typer.BadParameter(f"no session {session!r}")
-        console.print(f"[bold]{session}[/] at version {state.version}")
-        for name, msgs in state.lists.items():
-            console.print(f"[bold]{name}[/] ({len(msgs)} messages)")
-            for i, msg in enumerate(msgs):
-                console.print(f"  {i:>4} {describe(msg)}", markup=False)
-        for name, value in state.values.items():
-            console.print(f"[bold]{name}[/] = {value!r}")
+    """Print a session's messages (optionally at a past version, or a window of them)."""
+    out = Output(as_json)
+    with open_ledger(store, tenant) as ledger:
+        state = load_existing(ledger, session, version)
+    stop = None if limit is None else offset + limit
+    if as_json:
+        out.json(
+            {
+                "session": session,
+                "version": state.version,
+                "lists": {
+                    name: {
+                        "count": len(msgs),
+                        "offset": offset,
+                        "messages": [message_json(m) for m in msgs[offset:stop]],
+                    }
+                    for name, msgs in state.lists.items()
+                },
+                "values": {n: json.loads(encode_value(v)) for n, v in state.values.items()},
+            }
+        )
+        return
+    out.text(f"{session} at version {state.version}", style="bold")
+    for name, msgs in state.lists.items():
+        shown = msgs[offset:stop]
+        window = f", showing {offset}..{offset + len(shown) - 1}" if len(shown) < len(msgs) else ""
+        out.text(f"{name} ({len(msgs)} messages{window})", style="bold")
+        for i, msg in enumerate(shown, offset):
+            out.text(f"  {i:>4} {describe(msg)}")
+    for name, value in state.values.items():
+        out.text(f"{name} = {encode_value(value).decode()[:200]}")
 
 
 def history(
-    session: Annotated[str, typer.Argument(help="Session id.")],
+    session: SessionArg,
     store: StoreOption = None,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Show every committed version of a session and what it changed."""
-    with _open(store, tenant) as ledger:
-        table = Table("version", "committed", "appended", "replaced", "truncated", "values")
-        for v in ledger.history(session):
-            table.add_row(
-                str(v.version),
-                v.committed_at.strftime("%Y-%m-%d %H:%M:%S"),
-                str(v.appended),
-                str(v.replaced),
-                str(v.truncated),
-                str(v.values_changed),
-            )
-        console.print(table)
+    """Show every committed version of a session and what it changed.
+
+    appended, replaced and truncated count messages; "values set" counts named values (title,
+    summary, ...) that the version set or deleted.
+    """
+    out = Output(as_json)
+    with open_ledger(store, tenant) as ledger:
+        if not ledger.exists(session):
+            raise SessionNotFoundError(f"no session {session!r} in {ledger.store.location}")
+        versions = ledger.history(session)
+    out.table(
+        ("version", "committed (UTC)", "appended", "replaced", "truncated", "values set"),
+        [
+            (v.version, utc(v.committed_at), v.appended, v.replaced, v.truncated, v.values_changed)
+            for v in versions
+        ],
+        [
+            {
+                "version": v.version,
+                "committed_at": v.committed_at.isoformat(),
+                "appended": v.appended,
+                "replaced": v.replaced,
+                "truncated": v.truncated,
+                "values_set": v.values_changed,
+            }
+            for v in versions
+        ],
+        title=f"history of {session}",
+    )
 
 
 def search(
-    query: Annotated[str, typer.Argument(help="Words to find.")],
+    query: Annotated[str, typer.Argument(help="Words to find (every word must match).")],
     store: StoreOption = None,
-    tenant: TenantOption = "default",
-    limit: int = 20,
+    tenant: TenantOption = None,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most this many.")] = 20,
+    as_json: JsonOption = False,
 ) -> None:
     """Full-text search over live message text."""
-    with _open(store, tenant) as ledger:
-        for hit in ledger.search(query, limit=limit):
-            console.print(f"{hit.session_id}  #{hit.position}  {hit.snippet}", markup=False)
-
-
-def export(
-    session: Annotated[str, typer.Argument(help="Session id.")],
-    path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
-    store: StoreOption = None,
-    tenant: TenantOption = "default",
-) -> None:
-    """Export a session to a lossless JSONL file."""
-    with _open(store, tenant) as ledger:
-        count = ledger.export(session, path)
-        console.print(f"exported {count} messages to {path}")
-
-
-def import_(
-    path: Annotated[Path, typer.Argument(help="JSONL export, or a JSON list of OpenAI messages.")],
-    session: Annotated[str | None, typer.Option(help="Target session id.")] = None,
-    store: StoreOption = None,
-    tenant: TenantOption = "default",
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing session.")] = False,
-) -> None:
-    """Import an export file, or an OpenAI chat transcript (JSON list or {"messages": [...]})."""
-    import json
-
-    with _open(store, tenant) as ledger:
-        data = path.read_bytes()
-        if data.lstrip().startswith((b"[", b'{"messages"')):
-            transcript = json.loads(data)
-            if isinstance(transcript, dict):
-                transcript = transcript["messages"]
-            report = ledger.import_openai(session or path.stem, transcript, overwrite=overwrite)
-        else:
-            report = ledger.import_(data, session=session, overwrite=overwrite)
-        console.print(f"imported: version {report.version}, {report.appended} messages")
-
-
-def fork(
-    session: Annotated[str, typer.Argument(help="Source session id.")],
-    new_session: Annotated[str, typer.Argument(help="New session id.")],
-    at_version: Annotated[int | None, typer.Option(help="Fork as of this version.")] = None,
-    store: StoreOption = None,
-    tenant: TenantOption = "default",
-) -> None:
-    """Branch a session (optionally at a past version) into a new one."""
-    with _open(store, tenant) as ledger:
-        report = ledger.fork(session, new_session, at_version=at_version)
-        console.print(f"forked {session} -> {new_session} ({report.appended} messages)")
-
-
-def delete(
-    session: Annotated[str, typer.Argument(help="Session id.")],
-    store: StoreOption = None,
-    tenant: TenantOption = "default",
-) -> None:
-    """Delete a session and all its history."""
-    with _open(store, tenant) as ledger:
-        console.print("deleted" if ledger.delete(session) else "no such session")
-
-
-def purge(
-    session: Annotated[str, typer.Argument(help="Session id.")],
-    keep_last: Annotated[int, typer.Option(help="Versions to keep loadable.")] = 1,
-    store: StoreOption = None,
-    tenant: TenantOption = "default",
-) -> None:
-    """Forget history older than the last KEEP_LAST versions."""
-    with _open(store, tenant) as ledger:
-        console.print(f"removed {ledger.purge_history(session, keep_last=keep_last)} records")
+    if not query.split():
+        raise CliError("give at least one word to search for", EXIT_USAGE)
+    out = Output(as_json)
+    with open_ledger(store, tenant) as ledger:
+        hits = ledger.search(query, limit=limit)
+    out.table(
+        ("session", "list", "position", "snippet"),
+        [(h.session_id, h.list_name, h.position, h.snippet) for h in hits],
+        [
+            {
+                "session": h.session_id,
+                "list": h.list_name,
+                "position": h.position,
+                "message_id": h.msg_id,
+                "snippet": h.snippet,
+            }
+            for h in hits
+        ],
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -189,8 +183,3 @@ def register(app: typer.Typer) -> None:
     app.command("show")(show)
     app.command("history")(history)
     app.command("search")(search)
-    app.command("export")(export)
-    app.command("import")(import_)
-    app.command("fork")(fork)
-    app.command("delete")(delete)
-    app.command("purge")(purge)

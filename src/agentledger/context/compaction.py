@@ -28,7 +28,6 @@ the summary; it is measured in ``bench/context_edits.py``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,9 +44,9 @@ from agentledger.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    thaw,
 )
 from agentledger.wire import validate
+from agentledger.wire.private import arguments_text
 
 __all__ = ["SUMMARY_PROMPT", "SUMMARY_SYSTEM", "SummaryCompaction", "summary_input"]
 
@@ -214,7 +213,7 @@ def _line(msg: Msg, block: object, preview: ToolResultPreview) -> str | None:
     if isinstance(block, ThinkingBlock):
         return None
     if isinstance(block, ToolUseBlock):
-        arguments = json.dumps(thaw(block.input), ensure_ascii=False, default=str)
+        arguments = arguments_text(block)  # the model's own text, as a provider is sent it
         return f"[{msg.role} calls {block.name}] {preview.text(arguments)}"
     if isinstance(block, ToolResultBlock):
         shortened = preview.result(block)

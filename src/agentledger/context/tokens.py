@@ -16,7 +16,6 @@ thresholds, not billing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from agentledger.context.marks import edit_bases
@@ -26,8 +25,8 @@ from agentledger.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    thaw,
 )
+from agentledger.wire.private import arguments_text
 
 __all__ = ["CHARS_PER_TOKEN", "MEDIA_TOKENS", "context_tokens", "estimate_tokens", "usage_basis"]
 
@@ -44,7 +43,7 @@ def _block_chars(block: object) -> tuple[int, int]:
     if isinstance(block, ThinkingBlock):
         return len(block.thinking), 0
     if isinstance(block, ToolUseBlock):
-        arguments = json.dumps(thaw(block.input), ensure_ascii=False, default=str)
+        arguments = arguments_text(block)  # the model's own text, as a provider is sent it
         return len(block.name) + len(arguments), 0
     if isinstance(block, ToolResultBlock):
         chars = media = 0

@@ -16,6 +16,7 @@ import msgspec
 
 from agentledger.errors import UserError
 from agentledger.messages import checks
+from agentledger.messages.arguments import input_of, kept_text
 from agentledger.messages.canonical import encode_struct
 from agentledger.messages.values import EMPTY, FrozenMap, freeze_map
 
@@ -171,11 +172,18 @@ class FileBlock(_Media, tag="file"):
 
 
 class ToolUseBlock(_BlockBase, tag="tool_use"):
-    """A call the model asks for. ``id`` pairs it with exactly one ``ToolResultBlock``."""
+    """A call the model asks for. ``id`` pairs it with exactly one ``ToolResultBlock``.
+
+    ``arguments`` is the model's argument text, verbatim, when it came as text; ``input`` is
+    then derived from it (``messages.arguments.input_of``): give either, or both when they
+    agree. Text that is exactly ``input``'s compact JSON is not kept twice (``arguments`` is
+    then ``None``); formats that want text write ``arguments`` or else that compact JSON.
+    """
 
     id: str
     name: str
     input: FrozenMap = EMPTY
+    arguments: str | None = None
     metadata: FrozenMap = EMPTY
 
     def __post_init__(self) -> None:
@@ -187,8 +195,25 @@ class ToolUseBlock(_BlockBase, tag="tool_use"):
             _text(self, "name", value)
         if type(self.input) is not FrozenMap:
             _freeze(self, "input")
+        if self.arguments is not None:
+            self._derive_input()
         if type(self.metadata) is not FrozenMap:
             _freeze(self, "metadata")
+
+    def _derive_input(self) -> None:
+        value = self.arguments
+        if type(value) is not str or not value.isascii():
+            _set(self, "arguments", checks.optional_text("ToolUseBlock", "arguments", value))
+        derived = input_of(self.arguments)
+        given = self.input
+        # ``input`` is replaced by ``derived`` below, so a loose ``!=`` (1 == 1.0) is enough
+        if given is not EMPTY and given != derived:
+            raise UserError(
+                "ToolUseBlock.input does not match ToolUseBlock.arguments (input is read from "
+                "the argument text; to change the input, pass arguments=None)"
+            )
+        _set(self, "input", derived)
+        _set(self, "arguments", kept_text(self.arguments, derived))
 
 
 class ToolResultBlock(_BlockBase, tag="tool_result"):

@@ -30,6 +30,7 @@ from agentledger.errors import (
     StoreUnavailableError,
     UserError,
 )
+from agentledger.server.activity import ACTIVITY_VALUE, interleave
 from agentledger.server.auth import Auth, Unauthorized
 from agentledger.server.encode import MEDIA_TYPE, frames
 from agentledger.server.hook import STATE_VALUE
@@ -144,7 +145,7 @@ def create_app(
         out: dict[str, Any] = {
             "threadId": thread,
             "version": state.version,
-            "messages": to_agui(state.context),
+            "messages": interleave(to_agui(state.context), state.values.get(ACTIVITY_VALUE)),
         }
         if STATE_VALUE in state.values:
             out["state"] = state.values[STATE_VALUE]

@@ -6,7 +6,8 @@ run on (a result for a call the server runs, a history a strict provider rejects
 is written, applies the merge (a fork cuts ``ctx.state.context``, the input list becomes the new
 messages), and stores ``RunAgentInput.state`` as the session value ``agui.state`` when it
 changed (except that ``{}``, a fresh reference client's default, never replaces a stored
-state). What it decided is left in ``ctx.attributes["agui.merge"]`` for the event stream.
+state), and the client's ``activity`` messages as ``agui.activity`` (``server.activity``).
+What it decided is left in ``ctx.attributes["agui.merge"]`` for the event stream.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agentledger.agent.context import OnStateLoaded, RuntimeContext
 from agentledger.agent.lifecycle import CLIENT, PENDING_VALUE, state_of, unanswered_calls
 from agentledger.errors import HistoryError, UserError
 from agentledger.messages import Msg, ToolResultBlock
+from agentledger.server.activity import ACTIVITY_VALUE, merged, split
 from agentledger.server.merge import Merge, Merger
 from agentledger.server.parse import NO_STATE, RunRequest
 from agentledger.store.aio import AsyncLedger
@@ -41,7 +43,8 @@ def merge_hook(
     async def hook(ctx: RuntimeContext, msgs: list[Msg]) -> None:
         state = ctx.state
         assert state is not None
-        merger = Merger(state.context, request.messages)
+        conversation, activity = split(request.messages)
+        merger = Merger(state.context, conversation)
         questions = merger.questions()
         earlier = await earlier_forms(ledger, ctx, questions) if questions else {}
         merge = merger.result(earlier)
@@ -50,11 +53,15 @@ def merge_hook(
         ctx.attributes[MERGE_KEY] = merge
         del state.context[merge.keep :]
         msgs[:] = merge.input
+        values = {}
         if _replaces(request.state, state.values.get(STATE_VALUE, NO_STATE)):
-            report = await ledger.save_state(
-                ctx.session_id, values={STATE_VALUE: request.state}, tenant=ctx.tenant
-            )
-            state.values[STATE_VALUE] = request.state
+            values[STATE_VALUE] = request.state
+        entries = merged(state.values.get(ACTIVITY_VALUE), activity)
+        if entries is not None:
+            values[ACTIVITY_VALUE] = entries
+        if values:
+            report = await ledger.save_state(ctx.session_id, values=values, tenant=ctx.tenant)
+            state.values.update(values)
             state.version = report.version
         if chained is not None:
             outcome = chained(ctx, msgs)

@@ -42,7 +42,7 @@ from agentledger.wire.agui import from_agui, to_agui
 __all__ = ["Merge", "Merger"]
 
 _CLIENT_ROLES = frozenset(("user", "system", "developer"))
-_KNOWN, _NEW, _EDIT, _SKIP = "known", "new", "edit", "skip"
+_KNOWN, _NEW, _EDIT = "known", "new", "edit"
 
 
 @dataclass(slots=True)
@@ -66,8 +66,10 @@ class Merge:
 class Merger:
     """Classifies the client's messages against the stored thread (see the module docstring).
 
-    ``questions()`` names the ids whose earlier stored forms are needed to decide; the caller
-    reads them from the ledger's history and passes them to ``result``.
+    ``incoming`` holds the client's conversation messages (``server.activity.split`` takes its
+    activity messages apart first). ``questions()`` names the ids whose earlier stored forms are
+    needed to decide; the caller reads them from the ledger's history and passes them to
+    ``result``.
     """
 
     def __init__(self, stored: Sequence[Msg], incoming: Sequence[dict[str, Any]]) -> None:
@@ -101,8 +103,6 @@ class Merger:
         return 0
 
     def _kind(self, d: dict[str, Any]) -> tuple[str, int]:
-        if d["role"] == "activity":
-            return _SKIP, -1
         known = self.by_id.get(d["id"])
         if known is not None:
             view, i = known

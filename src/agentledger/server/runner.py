@@ -35,6 +35,7 @@ from agentledger.agent.context import (
 from agentledger.agent.lifecycle import PENDING_VALUE, client_calls
 from agentledger.agent.react import ReActAgent
 from agentledger.errors import AgentLedgerError
+from agentledger.server.activity import ACTIVITY_VALUE, interleave
 from agentledger.server.events import EventStream, error_code
 from agentledger.server.hook import STATE_VALUE, merge_hook, merge_of
 from agentledger.server.parse import RunRequest
@@ -189,7 +190,8 @@ class ServerRun:
         return state
 
     def _closing(self, state: SessionState) -> list[Any]:
-        return self.stream.snapshots(state.values.get(STATE_VALUE), to_agui(state.context))
+        messages = interleave(to_agui(state.context), state.values.get(ACTIVITY_VALUE))
+        return self.stream.snapshots(state.values.get(STATE_VALUE), messages)
 
     @staticmethod
     def _pending(state: SessionState) -> list[str]:

@@ -276,6 +276,12 @@ class Store(ABC):
     #: A string naming where the data lives (path, URL); used to share in-process leases.
     location: str = ""
 
+    #: Whether the ledger reads ``read_stamp`` before planning each save from its cache. A
+    #: store whose ``commit`` checks the base version and incarnation in the same round trip
+    #: as the write sets it False: a save from a stale cache then fails with ``ConflictError``
+    #: and is planned again, and the common save costs one round trip, not two.
+    stamp_before_commit: bool = True
+
     # -- lifecycle ---------------------------------------------------------------------
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Create or migrate the schema. Idempotent; safe to call from many processes."""

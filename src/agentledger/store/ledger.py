@@ -141,13 +141,13 @@ class Ledger:
                 lock = self._key_locks[key] = threading.Lock()
             return lock
 
-    def _head(self, key: SessionKey) -> Head:
+    def _head(self, key: SessionKey, *, verify: bool = True) -> Head:
         """The committed digests to plan against: the cached ones while the stored session is
-        still the same life at the same version, else read back from the store."""
+        still the same life at the same version, else read back from the store. Unless
+        ``verify``, the cached ones as they are (the commit will check them)."""
         cached = self._heads.get(key)
-        if cached is not None and self.store.read_stamp(key) == (
-            cached.incarnation,
-            cached.version,
+        if cached is not None and (
+            not verify or self.store.read_stamp(key) == (cached.incarnation, cached.version)
         ):
             return cached
         head = self.store.read_head(key) or Head(0, {}, {})
@@ -296,12 +296,18 @@ class Ledger:
         encoded_values = {check_list_name(n): _check_value(n, v) for n, v in (values or {}).items()}
         with self._lock_for(key):
             attempt = 0
+            # From the cache alone only where the commit checks it; a refusal or a no-op is
+            # only ever decided on a verified head.
+            verify = self.store.stamp_before_commit
             while True:
-                head = self._head(key)
+                head = self._head(key, verify=verify)
                 if drop_unnamed:
                     lists.update((n, []) for n in head.lists if n not in lists)
                     encoded_values.update((n, None) for n in head.values if n not in encoded_values)
                 if expected_version is not None and head.version != expected_version:
+                    if not verify:
+                        verify = True
+                        continue
                     raise ConflictError(
                         f"session {key.session!r} is at version {head.version}, "
                         f"not the expected {expected_version}",
@@ -314,6 +320,9 @@ class Ledger:
                     self._explain_bad_item(lists)
                     raise
                 if plan is None:
+                    if not verify:
+                        verify = True
+                        continue
                     # the lists are equal to what is committed: remember these objects
                     head.messages.update(lists)
                     self._keep(key, head)

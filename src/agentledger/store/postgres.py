@@ -3,14 +3,17 @@
 psycopg 3 with a connection pool. A commit is one transaction that first moves the session row
 from ``base_version`` to the new version (``UPDATE ... WHERE version = base``; the row lock makes
 concurrent committers queue, and the loser sees the new version and gets ``ConflictError``), then
-closes the replaced and truncated live rows and inserts the new ones, all pipelined, so a save
-costs two round trips and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
+closes the replaced and truncated live rows and inserts the new ones, all pipelined. On a
+session whose row the ledger knows, that check fails the pipeline when the session moved, so
+nothing waits for its answer and the ledger need not read the version first: a save costs one
+round trip and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
 out of line, so closing a row never copies the message. A commit whose connection fails is never
 reported by guess: the store asks another connection whether it landed (``commit``).
 
-The run lease is a session-level advisory lock held on one dedicated connection per store: it
-is exclusive across every worker on every host, and it dies with its connection, so a crashed
-or killed holder frees it. Search uses a GIN index over ``to_tsvector('simple', text)``.
+The run lease is a session-level advisory lock held on one dedicated connection per store
+(``postgres_lease``): it is exclusive across every worker on every host, and it dies with its
+connection, so a crashed or killed holder frees it. Search uses a GIN index over
+``to_tsvector('simple', text)``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from agentledger._optional import require
 from agentledger.errors import (
     ConflictError,
     CorruptStoreError,
+    OutcomeUnknownError,
     SessionBusyError,
     StoreError,
     StoreUnavailableError,
@@ -55,6 +58,7 @@ from agentledger.store.base import (
     snippet_around,
 )
 from agentledger.store.media import blob_refs, decode_without_media
+from agentledger.store.postgres_lease import LeaseConnection
 
 if TYPE_CHECKING:
     import psycopg
@@ -107,6 +111,8 @@ class PostgresStore(Store):
     an operation waits for a pooled connection before failing with ``StoreError``.
     """
 
+    stamp_before_commit = False  # a commit checks version and incarnation (``_commit_known``)
+
     def __init__(
         self,
         url: str,
@@ -137,8 +143,9 @@ class PostgresStore(Store):
         self._timeout = timeout
         self._q = ddl.Queries(self.schema)
         self._ready = False
-        self._lease_conn: psycopg.Connection[Any] | None = None
-        self._lease_guard = threading.Lock()
+        self._leases = LeaseConnection(
+            self._lease_connect, self._pg.OperationalError, self.location
+        )
         self._pool_timeout = pool_module.PoolTimeout
         self._pool = pool_module.ConnectionPool(
             conninfo,
@@ -224,10 +231,11 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self._pool.close()
-        with self._lease_guard:
-            if self._lease_conn is not None:
-                self._lease_conn.close()  # releases every lease it held
-                self._lease_conn = None
+        self._leases.close()  # ends every lease it held
+
+    def _lease_connect(self) -> psycopg.Connection[Any]:
+        timeout = max(1, int(self._timeout))
+        return self._pg.connect(self._conninfo, connect_timeout=timeout, **self._kwargs)
 
     # -- reading -------------------------------------------------------------------------
     def read_version(self, key: SessionKey) -> int:
@@ -418,8 +426,8 @@ class PostgresStore(Store):
         """The incarnation if ``plan`` committed, None if it did not, asked on another
         connection. The answer is final once the version row is there, or once backend ``pid``
         (which ran the commit, and whose client has closed) can no longer commit: gone, or
-        waiting outside a transaction. Raises ``StoreError`` if that cannot be known within
-        the store's timeout."""
+        waiting outside a transaction. Raises ``OutcomeUnknownError`` if that cannot be known
+        within the store's timeout."""
         deadline = time.monotonic() + self._timeout
         args = (plan.key.tenant, plan.key.session, plan.version)
 
@@ -445,7 +453,7 @@ class PostgresStore(Store):
             if final:
                 return incarnation
             if time.monotonic() >= deadline:
-                raise StoreError(
+                raise OutcomeUnknownError(
                     f"saving session {plan.key.session!r} as version {plan.version} failed "
                     f"({failure}), and whether it committed is unknown ({problem}); load the "
                     "session to see"
@@ -465,23 +473,48 @@ class PostgresStore(Store):
             "title": None if title is None else _text(title),
             "count": plan.message_count,
         }
+        if plan.base_version and plan.base_incarnation.isdigit():
+            return self._commit_known(conn, plan, session)
         with conn.pipeline() as pipe:
             conn.execute("BEGIN")
             moved = conn.execute(q.create if plan.base_version == 0 else q.bump, session)
             pipe.sync()
             row = moved.fetchone()
             if row is None:
-                found = conn.execute(q.stamp, (key.tenant, key.session)).fetchone()
-                stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
-                check_base(plan, stored, incarnation)
-                raise ConflictError(  # the row moved between the update and this read
-                    f"session {key.session!r} changed while the save was being applied",
-                    expected=plan.base_version,
-                    actual=stored,
-                )
+                raise self._conflict(conn, plan)
             self._write(conn, row[0], plan)
             conn.execute("COMMIT")
         return str(row[0])
+
+    def _commit_known(
+        self, conn: psycopg.Connection[Any], plan: CommitPlan, session: dict[str, Any]
+    ) -> str:
+        """The common save, on a session whose row (``sid``, the incarnation) is known: one
+        round trip. The guarded bump fails the pipeline if the session moved; the writes behind
+        it never run then, and the stored stamp says why."""
+        sid = int(plan.base_incarnation)
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute(self._q.bump_or_fail, session)
+                self._write(conn, sid, plan)
+                conn.execute("COMMIT")
+        except self._pg.errors.DivisionByZero:
+            conn.rollback()
+            raise self._conflict(conn, plan) from None
+        return plan.base_incarnation
+
+    def _conflict(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> ConflictError:
+        """Why the session row did not move from ``plan``'s base: read after the failed bump."""
+        key = plan.key
+        found = conn.execute(self._q.stamp, (key.tenant, key.session)).fetchone()
+        stored, incarnation = (int(found[1]), str(found[0])) if found else (0, "")
+        check_base(plan, stored, incarnation)  # raises, naming a newer version or a new life
+        return ConflictError(  # the row moved between the update and this read
+            f"session {key.session!r} changed while the save was being applied",
+            expected=plan.base_version,
+            actual=stored,
+        )
 
     def _write(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
         """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced)."""
@@ -492,8 +525,9 @@ class PostgresStore(Store):
         rows.update(bodies=[], texts=[], refs=[])
         for write in plan.lists:
             where = {"version": v, "sid": sid, "list": write.name, "length": write.length}
-            where["positions"] = [p for p, _ in write.puts if p < write.length]
-            conn.execute(q.close_replaced, where)
+            if plan.replaced:  # an append replaces nothing: no statement
+                where["positions"] = [p for p, _ in write.puts]
+                conn.execute(q.close_replaced, where)
             conn.execute(q.close_truncated, where)
             for position, msg in write.puts:
                 refs = blob_refs(msg.body)
@@ -590,7 +624,7 @@ class PostgresStore(Store):
         try:
             lock = _lock_id("lease", self.schema, key.tenant, key.session)
             pause = 0.01
-            while not self._on_lease_conn("SELECT pg_try_advisory_lock(%s)", lock):
+            while not self._try_lock(lock):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise self._busy(key)
@@ -603,40 +637,20 @@ class PostgresStore(Store):
         finally:
             local.release()
 
+    def _try_lock(self, lock: int) -> bool:
+        with self._errors("lease"):
+            return self._leases.try_lock(lock)
+
     @staticmethod
     def _busy(key: SessionKey) -> SessionBusyError:
         return SessionBusyError(
             f"session {key.session!r} (tenant {key.tenant!r}) is busy: another run holds its lease"
         )
 
-    def _on_lease_conn(self, sql: str, lock: int, *, connect: bool = True) -> bool:
-        with self._errors("lease"), self._lease_guard:
-            for attempt in (1, 2):
-                conn = self._lease_conn
-                if conn is None or conn.closed:
-                    if not connect:
-                        return False
-                    conn = self._lease_conn = self._pg.connect(
-                        self._conninfo, connect_timeout=max(1, int(self._timeout)), **self._kwargs
-                    )
-                    # a vanished host's leases end when the server notices (~10 + 3 * 5 s)
-                    conn.execute(
-                        "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
-                        "SET tcp_keepalives_count = 3"
-                    )
-                try:
-                    row = conn.execute(sql, [lock]).fetchone()
-                    return bool(row and row[0])
-                except self._pg.OperationalError:
-                    if attempt == 2 or not conn.broken:
-                        raise
-                    conn.close()  # every lease it held is already gone on the server side
-                    log.warning("the lease connection to %s was lost", self.location)
-        return False  # pragma: no cover
-
     def _release(self, key: SessionKey, lock: int) -> None:
         try:
-            held = self._on_lease_conn("SELECT pg_advisory_unlock(%s)", lock, connect=False)
+            with self._errors("lease"):
+                held = self._leases.unlock(lock)
         except StoreError:
             held = False  # the connection is gone, and the lock with it
         if not held:

@@ -176,11 +176,23 @@ class Queries:
             "AND (%(incarnation)s::text = '' OR sid::text = %(incarnation)s::text) "
             "RETURNING sid"
         )
-        # two statements, so that each is an index range on ``messages_live``
-        close = f"UPDATE {s}.messages SET version_to = %(version)s WHERE sid = %(sid)s "
-        close += "AND list = %(list)s AND version_to IS NULL AND position "
-        self.close_replaced = close + "= ANY(%(positions)s::int4[])"
-        self.close_truncated = close + ">= %(length)s"
+        # The bump of a save whose session row is known (its sid), as one statement that fails
+        # with division_by_zero when the row did not move: the rest of the save is pipelined
+        # behind it without waiting for its answer, and an error aborts the whole pipeline.
+        self.bump_or_fail = (
+            f"WITH moved AS ({self.bump}) SELECT 1 / (SELECT count(*)::int FROM moved)"
+        )
+        # Two statements, so that each is an index lookup on ``messages_live``. The replaced
+        # positions are matched as whole keys: written as ``position = ANY(...)``, a planner
+        # without statistics (a new schema) scans the session's rows and filters them.
+        close = f"UPDATE {s}.messages SET version_to = %(version)s WHERE version_to IS NULL AND "
+        self.close_replaced = close + (
+            "(sid, list, position) IN "
+            "(SELECT %(sid)s::bigint, %(list)s::text, unnest(%(positions)s::int4[]))"
+        )
+        self.close_truncated = close + (
+            "sid = %(sid)s AND list = %(list)s AND position >= %(length)s"
+        )
         self.insert_rows = (
             f"INSERT INTO {s}.messages (sid, list, position, version_from, msg_id, digest, body, "
             "text, blobs) SELECT %(sid)s, u.l, u.p, %(version)s, u.i, u.d, u.b, u.t, u.r "

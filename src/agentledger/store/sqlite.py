@@ -101,13 +101,21 @@ def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
 class SqliteStore(Store):
     """Sessions in one SQLite file; see the module docstring.
 
+    ``synchronous="full"`` (URL ``sqlite:///state.db?synchronous=full``) flushes every commit
+    to disk before it returns, surviving a power loss, at the cost of an fsync per save; the
+    default ``"normal"`` flushes at checkpoints: a commit survives a crash of the process, and
+    a power loss may take the last few back (never a part of one).
+
     ``location`` is the resolved path; every store on that path in this process shares one
     writer connection, released by ``close()`` (a closed store reopens on its next use). Loads
     return ``StoredMsg.text`` empty: the text is kept for the full-text index only, and the
     ledger rebuilds messages from ``body``.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "normal") -> None:
+        if synchronous.lower() not in ("normal", "full"):
+            raise UserError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
+        self.full_sync = synchronous.lower() == "full"
         self.path = Path(path).resolve()
         self.location = str(self.path)
         # Run leases are flock'ed files beside the database (never the database file itself).
@@ -131,6 +139,8 @@ class SqliteStore(Store):
             opening = self._database is None
             if opening:
                 self._database = acquire(self.location)
+                if self.full_sync:
+                    self._database.require_full_sync()
             db = self._database
             assert db is not None
         try:

@@ -1,6 +1,7 @@
 """This process's connections to one SQLite file, and how SQLite's failures are reported.
 
-Connections (``Database``): WAL mode, ``synchronous=NORMAL``, 1 KiB pages for new files. A
+Connections (``Database``): WAL mode, ``synchronous=NORMAL`` (``FULL`` once a store on the file
+asks for it: every commit flushed to disk, not only checkpoints), 1 KiB pages for new files. A
 process holds one writer connection per file, shared through a reference-counted registry by
 every store opened on that file and used under a lock; readers come from a small pool and never
 wait for a writer. A writer that finds the file locked by another process does not sleep in
@@ -168,6 +169,15 @@ class Database:
         self._pool_lock = threading.Lock()  # guards file, generation, _lost and _idle
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
+        self.synchronous = "NORMAL"  # FULL once any store on the file asked for it
+
+    def require_full_sync(self) -> None:
+        """Flush every commit to disk (``synchronous=FULL``) from now on, for every store that
+        shares these connections: one that asked for it must get it from a shared writer."""
+        with self.write_lock:
+            self.synchronous = "FULL"
+            if self._writer is not None:
+                self._writer.execute("PRAGMA synchronous = FULL")
 
     # -- the file behind the connections ---------------------------------------------------
     def check_file(self) -> None:
@@ -231,7 +241,7 @@ class Database:
                         f"{self.path}: the database file was replaced while open; retry"
                     )
             conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA mmap_size = 0")  # see the module docstring
         except BaseException:
             conn.close()

@@ -5,14 +5,13 @@ chat dicts). It persists exactly the difference by content, never by object iden
 an ``id()``-keyed "already saved" set made a recycled address look persisted, and a real turn
 was never written), and it never changes the caller's objects.
 
-The export format is JSONL: a header line, then one line per message (``{"list": name,
-"message": <canonical message>}``) and per value. Import of an export gives equal messages with
-equal digests.
+Exports are JSONL (``export_format``): the session's current state, or with ``history=True``
+every version on record as the changes it made, so an import reproduces each version. Import of
+an export gives equal messages with equal digests.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -21,16 +20,21 @@ from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
-from agentledger.errors import CodecError
-from agentledger.messages import Msg, decode, decode_value, encode, encode_value
+from agentledger.messages import Msg, encode, encode_value
+from agentledger.store.export_format import EXPORT_FORMAT, Snapshot, read_snapshots
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
-    from agentledger.store.state import SaveReport
+    from agentledger.store.state import SaveReport, SessionState
 
-__all__ = ["EXPORT_FORMAT", "as_messages", "export_session", "import_session"]
-
-EXPORT_FORMAT = "agentledger.export/1"
+__all__ = [
+    "EXPORT_FORMAT",
+    "as_messages",
+    "export_session",
+    "import_session",
+    "import_versions",
+    "read_export",
+]
 
 
 def as_messages(items: Sequence[Msg | Mapping[str, Any]]) -> list[Msg]:
@@ -49,27 +53,79 @@ def as_messages(items: Sequence[Msg | Mapping[str, Any]]) -> list[Msg]:
     return from_live_items(items)
 
 
-class _Line(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
-    """One export line; ``message`` and ``value`` stay raw so they are decoded by the codec."""
-
-    kind: str
-    list: str | None = None
-    name: str | None = None
-    message: msgspec.Raw = msgspec.Raw(b"")
-    value: msgspec.Raw = msgspec.Raw(b"")
-    format: str | None = None
-    tenant: str | None = None
-    session: str | None = None
-    version: int | None = None
-    exported_at: str | None = None
+def _record(kind: str, **fields: Any) -> bytes:
+    return msgspec.json.encode({"kind": kind, **fields})
 
 
-_line_decoder = msgspec.json.Decoder(_Line)
+def _message(name: str, msg: Msg, position: int | None = None) -> bytes:
+    at = b"" if position is None else b',"position":' + str(position).encode()
+    return (
+        b'{"kind":"message","list":'
+        + msgspec.json.encode(name)
+        + at
+        + b',"message":'
+        + encode(msg)
+        + b"}"
+    )
 
 
-def _export_lines(ledger: Ledger, session: str, tenant: str | None) -> Iterator[bytes]:
-    state = ledger.load(session, tenant=tenant)
+def _value(name: str, value: Any) -> bytes:
+    return (
+        b'{"kind":"value","name":'
+        + msgspec.json.encode(name)
+        + b',"value":'
+        + encode_value(value)
+        + b"}"
+    )
+
+
+def _state_records(state: SessionState) -> Iterator[bytes]:
+    for name, msgs in state.lists.items():
+        for msg in msgs:
+            yield _message(name, msg)
+    for name, value in state.values.items():
+        yield _value(name, value)
+
+
+def _change_records(before: SessionState, after: SessionState) -> Iterator[bytes]:
+    """The records that turn ``before`` into ``after``: cut lists, put the messages whose
+    digest changed or that are new, set and unset values."""
+    for name in dict.fromkeys([*before.lists, *after.lists]):
+        old, new = before.lists.get(name, []), after.lists.get(name, [])
+        if len(new) < len(old):
+            yield _record("length", list=name, length=len(new))
+        for position, msg in enumerate(new):
+            if position >= len(old) or old[position].digest != msg.digest:
+                yield _message(name, msg, position)
+    for name in dict.fromkeys([*before.values, *after.values]):
+        if name not in after.values:
+            yield _record("unset", name=name)
+        elif name not in before.values or encode_value(before.values[name]) != encode_value(
+            after.values[name]
+        ):
+            yield _value(name, after.values[name])
+
+
+def _export_lines(
+    ledger: Ledger, session: str, tenant: str | None, history: bool
+) -> Iterator[bytes]:
     key = ledger.key(session, tenant)
+    state = ledger.load(session, tenant=tenant)
+    if history:
+        from agentledger.store.state import SessionState
+
+        body: list[bytes] = []
+        previous = SessionState()
+        for info in ledger.history(session, tenant=tenant):
+            at = ledger.load(session, tenant=tenant, version=info.version)
+            body.append(
+                _record("version", version=info.version, committed_at=info.committed_at.isoformat())
+            )
+            body.extend(_change_records(previous, at))
+            previous = at
+        state = previous if previous.version else state
+    else:
+        body = list(_state_records(state))
     header = {
         "kind": "header",
         "format": EXPORT_FORMAT,
@@ -77,20 +133,12 @@ def _export_lines(ledger: Ledger, session: str, tenant: str | None) -> Iterator[
         "session": key.session,
         "version": state.version,
         "exported_at": datetime.now(UTC).isoformat(),
+        "records": len(body),
     }
+    if history:
+        header["history"] = True
     yield msgspec.json.encode(header)
-    for name, msgs in state.lists.items():
-        prefix = b'{"kind":"message","list":' + msgspec.json.encode(name) + b',"message":'
-        for msg in msgs:
-            yield prefix + encode(msg) + b"}"
-    for name, value in state.values.items():
-        yield (
-            b'{"kind":"value","name":'
-            + msgspec.json.encode(name)
-            + b',"value":'
-            + encode_value(value)
-            + b"}"
-        )
+    yield from body
 
 
 def export_session(
@@ -99,19 +147,24 @@ def export_session(
     target: str | os.PathLike[str] | IO[bytes],
     *,
     tenant: str | None = None,
+    history: bool = False,
 ) -> int:
-    """Write a session as JSONL to a path or binary file; returns the number of messages."""
+    """Write a session as JSONL to a path or binary file; returns the number of message
+    records. With ``history``, every version on record is written (as its changes)."""
     count = 0
     if isinstance(target, (str, os.PathLike)):
         path = Path(target)
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            count = export_session(ledger, session, fh, tenant=tenant)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as fh:
+                count = export_session(ledger, session, fh, tenant=tenant, history=history)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         return count
-    for line in _export_lines(ledger, session, tenant):
+    for line in _export_lines(ledger, session, tenant, history):
         target.write(line + b"\n")
         count += line.startswith(b'{"kind":"message"')
     return count
@@ -120,52 +173,50 @@ def export_session(
 def read_export(
     source: str | os.PathLike[str] | IO[bytes] | bytes,
 ) -> tuple[dict[str, Any], dict[str, list[Msg]], dict[str, Any]]:
-    """Parse an export: (header, lists, values). Errors name the line."""
-    if isinstance(source, bytes):
-        fh: IO[bytes] = io.BytesIO(source)
-    elif isinstance(source, (str, os.PathLike)):
-        fh = open(source, "rb")  # noqa: SIM115 - closed below
-    else:
-        fh = source
-    header: dict[str, Any] | None = None
-    lists: dict[str, list[Msg]] = {}
-    values: dict[str, Any] = {}
-    try:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                line = _line_decoder.decode(raw)
-                if line.kind == "header":
-                    if header is not None:
-                        raise CodecError("a second header line")
-                    if line.format != EXPORT_FORMAT:
-                        raise CodecError(f"unsupported export format {line.format!r}")
-                    header = {
-                        "tenant": line.tenant,
-                        "session": line.session,
-                        "version": line.version,
-                        "exported_at": line.exported_at,
-                    }
-                elif line.kind == "message" and line.list and line.message:
-                    lists.setdefault(line.list, []).append(decode(bytes(line.message)))
-                elif line.kind == "value" and line.name and line.value:
-                    values[line.name] = decode_value(bytes(line.value))
-                else:
-                    raise CodecError(f"unknown record kind {line.kind!r}")
-            except (
-                msgspec.DecodeError,
-                msgspec.ValidationError,
-                CodecError,
-                RecursionError,
-            ) as exc:
-                raise CodecError(f"export line {number}: {exc}") from None
-    finally:
-        if fh is not source:
-            fh.close()
-    if header is None:
-        raise CodecError("not an agentledger export: no header line")
-    return header, lists, values
+    """Parse an export: (header, lists, values) of its last version. Errors name the line."""
+    header, snapshots = read_snapshots(source)
+    last = snapshots[-1]
+    return header, {n: m for n, m in last.lists.items() if m}, last.values
+
+
+def import_versions(
+    ledger: Ledger,
+    source: str | os.PathLike[str] | IO[bytes] | bytes,
+    *,
+    session: str | None = None,
+    tenant: str | None = None,
+    overwrite: bool = False,
+) -> list[SaveReport]:
+    """Load an export into ``session`` (default: the exported id): one commit per exported
+    version (one in all for an export without history), each planned against the one before,
+    so no other writer's commit can land in between unnoticed.
+
+    Refuses to replace an existing session unless ``overwrite``: then the session becomes
+    exactly the export (lists and values it does not name are removed) and the old content
+    stays in its history.
+    """
+    header, snapshots = read_snapshots(source)
+    target = session or header["session"]
+    reports: list[SaveReport] = []
+    expected = None if overwrite else 0
+    for snapshot in snapshots:
+        report = _save_snapshot(ledger, target, snapshot, tenant, expected)
+        expected = report.version
+        reports.append(report)
+    return reports
+
+
+def _save_snapshot(
+    ledger: Ledger, target: str, snapshot: Snapshot, tenant: str | None, expected: int | None
+) -> SaveReport:
+    return ledger.save_state(
+        target,
+        lists=snapshot.lists,
+        values=snapshot.values,
+        tenant=tenant,
+        expected_version=expected,
+        drop_unnamed=True,
+    )
 
 
 def import_session(
@@ -176,19 +227,5 @@ def import_session(
     tenant: str | None = None,
     overwrite: bool = False,
 ) -> SaveReport:
-    """Load an export into ``session`` (default: the exported id) as one commit.
-
-    Refuses to replace an existing session unless ``overwrite``: then the session becomes
-    exactly the export (lists and values it does not name are removed) and the old content
-    stays in its history.
-    """
-    header, lists, values = read_export(source)
-    target = session or header["session"]
-    return ledger.save_state(
-        target,
-        lists=lists,
-        values=values,
-        tenant=tenant,
-        expected_version=None if overwrite else 0,
-        drop_unnamed=overwrite,
-    )
+    """``import_versions``, reporting the last commit (see there)."""
+    return import_versions(ledger, source, session=session, tenant=tenant, overwrite=overwrite)[-1]

@@ -1,13 +1,15 @@
 """Open a store from a URL: ``memory://``, ``jsonl://``, ``sqlite://``, ``postgresql://``.
 
 Paths follow the SQLAlchemy convention: ``sqlite:///state.db`` is relative to the working
-directory, ``sqlite:////var/lib/app/state.db`` (four slashes) is absolute. ``Ledger()`` with no
-URL opens SQLite in the user data directory.
+directory, ``sqlite:////var/lib/app/state.db`` (four slashes) is absolute; ``?synchronous=full``
+flushes every SQLite commit to disk (see ``SqliteStore``). ``Ledger()`` with no URL opens SQLite
+in the user data directory.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 from agentledger.errors import UserError
 from agentledger.store.base import Store
@@ -36,6 +38,20 @@ def _path(url: str, scheme: str) -> Path:
     return Path(rest[1:])
 
 
+def _options(url: str, allowed: tuple[str, ...]) -> tuple[str, dict[str, str]]:
+    """``url`` without its query, and the query's options (each named in ``allowed``)."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, {}
+    options = dict(parse_qsl(query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(allowed))
+    if unknown or not options:
+        known = ", ".join(allowed)
+        found = ", ".join(unknown) or repr(query)
+        raise UserError(f"unknown option in store URL {url!r}: {found} (known: {known})")
+    return base, options
+
+
 def open_store(url: str | None = None) -> Store:
     """The backend for ``url``. Raises ``UserError`` naming the supported schemes."""
     url = url or default_url()
@@ -51,7 +67,8 @@ def open_store(url: str | None = None) -> Store:
     if scheme == "sqlite":
         from agentledger.store.sqlite import SqliteStore
 
-        return SqliteStore(_path(url, scheme))
+        url, options = _options(url, allowed=("synchronous",))
+        return SqliteStore(_path(url, scheme), **options)
     if scheme in ("postgresql", "postgres"):
         from agentledger.store.postgres import PostgresStore
 

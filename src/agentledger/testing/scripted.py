@@ -69,15 +69,13 @@ from agentledger.messages.blocks import TextBlock, ThinkingBlock, ToolUseBlock
 from agentledger.messages.codec import decode
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
-from agentledger.messages.values import json_enc_hook
+from agentledger.wire.private import REFUSAL_KEY, arguments_text
 
 __all__ = ["PausePoint", "ScriptedModel", "ScriptedRequest", "Turn", "events_for"]
 
 Responder: TypeAlias = Callable[[list[Msg], tuple[ToolSpec, ...]], Msg | str | Awaitable[Msg | str]]
 Turn: TypeAlias = Msg | str | BaseException | Responder
 PausePoint: TypeAlias = int | type | Callable[[ModelEvent], bool]
-
-_args_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
 
 
 class ScriptedRequest(msgspec.Struct, frozen=True):
@@ -208,7 +206,8 @@ def events_for(msg: Msg, *, chunk_size: int = 4) -> list[ModelEvent]:
     index = 0
     for block in msg.content:
         if isinstance(block, TextBlock):
-            events.extend(TextDelta(c) for c in _chunks(block.text, chunk_size))
+            refusal = block.metadata.get(REFUSAL_KEY) is True
+            events.extend(TextDelta(c, refusal) for c in _chunks(block.text, chunk_size))
         elif isinstance(block, ThinkingBlock):
             if block.redacted:
                 events.append(RedactedThinking(block.thinking))
@@ -217,7 +216,7 @@ def events_for(msg: Msg, *, chunk_size: int = 4) -> list[ModelEvent]:
             if block.signature:
                 events.append(ThinkingSignature(block.signature))
         elif isinstance(block, ToolUseBlock):
-            arguments = _args_encoder.encode(block.input).decode()
+            arguments = arguments_text(block)  # the model's text, byte for byte
             events.append(ToolCallStart(index, block.id, block.name))
             events.extend(ToolCallDelta(index, block.id, c) for c in _chunks(arguments, chunk_size))
             events.append(ToolCallEnd(index, block.id))

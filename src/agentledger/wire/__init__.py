@@ -7,6 +7,11 @@
   OpenAI Agents SDK stores), every key kept.
 - ``validate`` / ``check`` / ``repair``: find, refuse or explicitly fix histories that strict
   providers reject (unanswered tool calls, orphan or duplicate results, empty messages).
+- ``ToolIds``: tool-call ids mapped per provider (Anthropic's id pattern, OpenAI's 40
+  characters) and back, the stored ids never changed.
+
+What each provider takes of media, and the text note sent in place of the rest, is in
+``wire.media``.
 
 Metadata keys starting with ``_`` are private: stored, never written into any of these formats.
 """
@@ -21,17 +26,20 @@ from agentledger.wire.agui import (
 from agentledger.wire.anthropic import from_anthropic, to_anthropic
 from agentledger.wire.openai import derived_id, from_openai, to_openai
 from agentledger.wire.private import is_private, public_metadata, strip_private
-from agentledger.wire.responses import from_responses, to_responses
-from agentledger.wire.validate import (
+from agentledger.wire.repair import (
     NOT_EXECUTED,
-    Finding,
-    FindingKind,
     RepairChange,
     RepairKind,
     RepairReport,
+    repair,
+)
+from agentledger.wire.responses import from_responses, to_responses
+from agentledger.wire.tool_ids import ToolIds, wire_tool_id
+from agentledger.wire.validate import (
+    Finding,
+    FindingKind,
     Target,
     check,
-    repair,
     validate,
 )
 
@@ -43,6 +51,7 @@ __all__ = [
     "RepairKind",
     "RepairReport",
     "Target",
+    "ToolIds",
     "check",
     "derived_id",
     "from_agui",
@@ -61,4 +70,5 @@ __all__ = [
     "to_responses",
     "tool_message_id",
     "validate",
+    "wire_tool_id",
 ]

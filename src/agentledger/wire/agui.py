@@ -32,8 +32,9 @@ carried (bytes in the codec's ``{"$bytes": ...}`` form), private keys never. Ass
 content is a string in AG-UI, so their text blocks are joined and an assistant's media become a
 text note (the stored message keeps the media; the server never reads the note back over it).
 ``developer`` messages read as ``system`` and are written back as ``developer``. ``activity``
-messages are the client's UI state, not conversation: the reference client never sends them and
-``from_agui`` skips them. Usage and timestamps are not carried.
+messages are the client's UI records, not conversation: ``from_agui`` skips them, and the server
+keeps them beside the thread (``agentledger.server.activity``). Usage and timestamps are not
+carried.
 """
 
 from __future__ import annotations
@@ -62,10 +63,9 @@ from agentledger.wire._agui_fixes import FIX_KEY, apply_fix, make_fix
 from agentledger.wire.private import (
     PROVIDER_FILE_KEY,
     SOURCE_ROLE_KEY,
+    arguments_text,
     block_type,
-    dump_arguments,
     metadata_from_json,
-    parse_arguments,
     public_metadata,
     require_fits,
     strip_private,
@@ -199,7 +199,7 @@ def _tool_call(call: ToolUseBlock) -> dict[str, Any]:
     d: dict[str, Any] = {
         "id": call.id,
         "type": "function",
-        "function": {"name": call.name, "arguments": dump_arguments(call.input)},
+        "function": {"name": call.name, "arguments": arguments_text(call)},
     }
     meta = public_metadata(call.metadata)
     if meta:
@@ -418,7 +418,7 @@ class _Reader:
         return ToolUseBlock(
             id=call["id"],
             name=function["name"],
-            input=parse_arguments(function["arguments"]),
+            arguments=function["arguments"],
             metadata=meta,
         )
 

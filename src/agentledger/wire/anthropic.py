@@ -13,29 +13,35 @@ shape the mapping:
 - Messages carry no ids (``from_anthropic`` reads a non-standard ``"id"`` if a caller stored one,
   else makes one, or derives one from position and content with ``ids="derived"``).
 
-Tool-call input is a JSON object here, so arguments a model emitted as invalid JSON (kept as
-``{"_raw_arguments": text}``, see ``private``) are sent as ``{}``; the paired error result tells the
-model what went wrong. Thinking keeps its signature; redacted thinking travels as
-``redacted_thinking``. Thinking without
-a signature (another provider's reasoning) is not sent: the API accepts only thinking it signed.
-Images and documents go as base64, URL or Files-API sources; audio and video, which the API does
-not take, become a short text note. Tool-result names come back from the matching call. Empty text
-blocks and messages left empty are not sent (the API rejects them). Metadata is never sent.
+Tool-call input is a JSON object here: a call whose arguments came as text is sent the object
+that text holds, exactly (``arguments_object``: an integer past 64 bits stays one), and text
+that holds no object is sent as ``{}``; the paired error result tells the model what went
+wrong. A tool-call id outside Anthropic's pattern (``functions.get_weather:0``) is mapped
+(``wire.tool_ids``); the stored id never changes. Thinking keeps its signature byte for byte;
+redacted thinking travels as ``redacted_thinking``. Thinking without a signature (another
+provider's reasoning) is not sent: the API accepts only thinking it signed. In an assistant
+turn merged from several messages, thinking comes first, as the API requires. Media go as
+``wire.media`` says (images jpeg/png/gif/webp, PDF and plain-text documents, URLs, Files-API
+handles; ``image/jpg`` sent as ``image/jpeg``); anything else becomes the media note. Text
+that is empty or only whitespace is not sent, nor a message left empty (the API rejects
+both). Tool-result names come back from the matching call. Metadata is never sent.
 
 Nothing read is dropped: a key with no field here (``cache_control``, ``citations``, a document's
 ``context``, an unknown key of a turn or a source) is kept verbatim in the private metadata key
 ``_anthropic`` of the block or message it came with (never sent, being private); a block type
-that has no counterpart here is refused by name.
+that has no counterpart here is refused by name. Prompt-cache marks are a request option
+(``AnthropicModel(cache=...)``), so they never enter a stored message.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import mimetypes
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentledger.errors import UserError
+from agentledger.errors import CodecError, UserError
 from agentledger.messages.blocks import (
     Block,
     FileBlock,
@@ -48,17 +54,18 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
+from agentledger.wire.media import ANTHROPIC_IMAGE_TYPES, media_note, normal_media_type
 from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     ANTHROPIC_EXTRA_KEY,
     PROVIDER_FILE_KEY,
-    block_type,
+    arguments_object,
     content_id,
-    input_object,
     is_private,
     keep_unknown,
     require_fits,
 )
+from agentledger.wire.tool_ids import ToolIds, restore_ids
 
 __all__ = ["from_anthropic", "to_anthropic"]
 
@@ -76,32 +83,43 @@ _BLOCK_KEYS = {
 }
 _SOURCE_KEYS = frozenset(("type", "media_type", "data", "url", "file_id"))
 _TURN_KEYS = frozenset(("role", "content", "id"))
+_THINKING = ("thinking", "redacted_thinking")
 
 
 # -- Msg -> Anthropic ---------------------------------------------------------------------------
-def to_anthropic(msgs: Iterable[Msg]) -> tuple[System, list[dict[str, Any]]]:
-    """``(system, messages)`` for a Messages API request; turns strictly alternate."""
+def to_anthropic(
+    msgs: Iterable[Msg], *, tool_ids: ToolIds | None = None
+) -> tuple[System, list[dict[str, Any]]]:
+    """``(system, messages)`` for a Messages API request; turns strictly alternate.
+
+    Tool-call ids outside Anthropic's pattern are mapped (``tool_ids``, see ``wire.tool_ids``;
+    pass one to map the reply's ids back).
+    """
+    ids = ToolIds("anthropic") if tool_ids is None else tool_ids
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     for msg in msgs:
         if msg.role == "system":
-            system.extend(b.text if isinstance(b, TextBlock) else _note(b) for b in msg.content)  # type: ignore[arg-type]
+            system.extend(
+                b.text if isinstance(b, TextBlock) else media_note(b, "a system prompt is text")
+                for b in msg.content
+            )
             continue
         role = "assistant" if msg.role == "assistant" else "user"
-        blocks = [out for b in msg.content if (out := _block(b, msg)) is not None]
+        blocks = [out for b in msg.content if (out := _block(b, msg, ids)) is not None]
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
-    for turn in turns:  # the API wants a user turn's tool results before anything else
-        if turn["role"] == "user":
-            content = turn["content"]
-            turn["content"] = [b for b in content if b["type"] == "tool_result"] + [
-                b for b in content if b["type"] != "tool_result"
-            ]
-    system = [s for s in system if s]
+    for turn in turns:  # tool results open a user turn, thinking an assistant turn
+        first = "tool_result" if turn["role"] == "user" else _THINKING
+        content = turn["content"]
+        turn["content"] = [b for b in content if b["type"] in first] + [
+            b for b in content if b["type"] not in first
+        ]
+    system = [s for s in system if s.strip()]
     if not system:
         return None, turns
     if len(system) == 1:
@@ -109,10 +127,10 @@ def to_anthropic(msgs: Iterable[Msg]) -> tuple[System, list[dict[str, Any]]]:
     return [{"type": "text", "text": s} for s in system], turns
 
 
-def _block(block: Block, msg: Msg) -> dict[str, Any] | None:
+def _block(block: Block, msg: Msg, ids: ToolIds) -> dict[str, Any] | None:
     require_fits(msg, block)
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, TextBlock):  # the API refuses empty and whitespace-only text
+        return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ThinkingBlock):
         if block.redacted:
             return {"type": "redacted_thinking", "data": block.thinking}
@@ -122,26 +140,26 @@ def _block(block: Block, msg: Msg) -> dict[str, Any] | None:
     if isinstance(block, ToolUseBlock):
         return {
             "type": "tool_use",
-            "id": block.id,
+            "id": ids.wire(block.id),
             "name": block.name,
-            "input": input_object(block.input),
+            "input": arguments_object(block),
         }
     if isinstance(block, ToolResultBlock):
-        return _tool_result(block)
+        return _tool_result(block, ids.wire(block.id))
     if msg.role == "assistant":  # the API takes media from users and tools only
-        return {"type": "text", "text": _note(block)}
+        return _note(block, "Anthropic takes media from users and tools only")
     return _media(block)
 
 
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
+def _tool_result(block: ToolResultBlock, wire_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id}
     if len(block.output) == 1 and isinstance(block.output[0], TextBlock):
         out["content"] = block.output[0].text
     elif block.output:
         parts = []
         for b in block.output:
             if isinstance(b, TextBlock):
-                if b.text:
+                if b.text.strip():
                     parts.append({"type": "text", "text": b.text})
             else:
                 parts.append(_media(b))
@@ -152,21 +170,34 @@ def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
 
 
 def _media(block: MediaBlock) -> dict[str, Any]:
-    kind = {ImageBlock: "image", FileBlock: "document"}.get(type(block))
-    if kind is None:
-        return {"type": "text", "text": _note(block)}
+    media_type = normal_media_type(block.media_type)
+    if isinstance(block, ImageBlock):
+        kind = "image"
+        if block.data is not None and media_type not in ANTHROPIC_IMAGE_TYPES:
+            return _note(block, "Anthropic takes jpeg, png, gif and webp images")
+    elif isinstance(block, FileBlock):
+        kind = "document"
+        if block.data is not None and media_type not in ("application/pdf", "text/plain"):
+            return _note(block, "Anthropic takes PDF and plain-text documents")
+        by_url = block.url is not None and PROVIDER_FILE_KEY not in block.metadata
+        if by_url and media_type != "application/pdf":
+            return _note(block, "Anthropic fetches only PDF documents by URL")
+    else:
+        return _note(block, "Anthropic takes no audio or video")
     source: dict[str, Any]
     if block.data is not None:
-        text = _utf8(block.data) if block.media_type == "text/plain" else None
+        text = _utf8(block.data) if media_type == "text/plain" else None
         if text is not None:
             source = {"type": "text", "media_type": "text/plain", "data": text}
+        elif media_type == "text/plain":
+            return _note(block, "a plain-text document must be UTF-8")
         else:
             data = base64.b64encode(block.data).decode("ascii")
-            source = {"type": "base64", "media_type": block.media_type, "data": data}
+            source = {"type": "base64", "media_type": media_type, "data": data}
     elif block.metadata.get(PROVIDER_FILE_KEY) == "anthropic":
         source = {"type": "file", "file_id": block.url}
-    elif PROVIDER_FILE_KEY in block.metadata:  # another provider's handle means nothing here
-        return {"type": "text", "text": _note(block)}
+    elif PROVIDER_FILE_KEY in block.metadata:
+        return _note(block, "another provider's file handle means nothing to Anthropic")
     else:
         source = {"type": "url", "url": block.url}
     out: dict[str, Any] = {"type": kind, "source": source}
@@ -182,19 +213,23 @@ def _utf8(data: bytes) -> str | None:
         return None
 
 
-def _note(block: Block) -> str:
-    media_type = getattr(block, "media_type", "")
-    return f"[{block_type(block)} ({media_type}) omitted: not supported by the Anthropic API here]"
+def _note(block: Block, why: str) -> dict[str, Any]:
+    return {"type": "text", "text": media_note(block, why)}
 
 
 # -- Anthropic -> Msg ---------------------------------------------------------------------------
 def from_anthropic(
-    messages: Sequence[Mapping[str, Any]], system: System = None, *, ids: IdMode = "given"
+    messages: Sequence[Mapping[str, Any]],
+    system: System = None,
+    *,
+    ids: IdMode = "given",
+    tool_ids: ToolIds | None = None,
 ) -> list[Msg]:
     """Messages for a Messages API ``system`` + ``messages`` pair (both only read).
 
     A user turn becomes a ``tool`` message holding its tool results and a ``user`` message
     holding the rest, in their order; ``created_at`` is ``None`` so conversion is deterministic.
+    ``tool_ids``: the mapping ``to_anthropic`` used, to read mapped tool-call ids back.
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
@@ -225,7 +260,7 @@ def from_anthropic(
         for n, (role, run) in enumerate(runs or [(d["role"], [])]):
             msg_id = _id(d, index, n, ids)
             out.append(Msg(role, run, id=msg_id, metadata=metadata, created_at=None))  # type: ignore[arg-type]
-    return out
+    return restore_ids(out, tool_ids)
 
 
 def _id(d: Mapping[str, Any], index: int, n: int, ids: IdMode) -> str:
@@ -264,7 +299,7 @@ def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
         return ThinkingBlock(thinking=b.get("data", ""), redacted=True)
     if kind == "tool_use":
         names[b["id"]] = b.get("name", "")
-        return ToolUseBlock(id=b["id"], name=b.get("name", ""), input=b.get("input") or {})
+        return _tool_use(b, index)
     if kind == "tool_result":
         content = b.get("content")
         if isinstance(content, str):
@@ -283,6 +318,19 @@ def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
     if kind in ("image", "document"):
         return _parse_media(kind, b, index)
     raise UserError(f"message {index}: unsupported content block {kind!r}")
+
+
+def _tool_use(b: Mapping[str, Any], index: int) -> ToolUseBlock:
+    """A tool call; an input a ``FrozenMap`` cannot hold exactly (an integer past 64 bits) is
+    kept as its JSON text, which gives the same object back (``arguments_object``)."""
+    value = b.get("input") or {}
+    if not isinstance(value, Mapping):
+        raise UserError(f"message {index}: a tool_use input must be an object")
+    try:
+        return ToolUseBlock(id=b["id"], name=b.get("name", ""), input=value)
+    except CodecError:
+        text = json.dumps(value, ensure_ascii=False)
+        return ToolUseBlock(id=b["id"], name=b.get("name", ""), arguments=text)
 
 
 def _parse_media(kind: str, b: Mapping[str, Any], index: int) -> Block:

@@ -14,15 +14,21 @@ Mapping, and where the format cannot carry something:
   it off for strict providers, which reject unknown keys. ``from_openai`` reads ``"id"`` when
   present. Otherwise ``ids="given"`` makes a fresh id and ``ids="derived"`` derives one from the
   position and the content, so the same dict at the same position always gives the same message.
-- Reasoning travels as ``reasoning_content`` (vLLM, DeepSeek, llama.cpp); ``reasoning`` is read
-  too. Signatures and redacted reasoning have no place here and are not written.
+- Reasoning is read from ``reasoning_content`` (vLLM, DeepSeek, llama.cpp) or ``reasoning``. It is
+  written back only when asked (``reasoning=``): OpenAI and strict compatible servers reject the
+  key, and a server should get back only the reasoning it wrote itself. Signed and redacted
+  reasoning (Anthropic's) is never written.
+- A refusal (``refusal``, streamed or a ``refusal`` content part) is a text block marked
+  ``{"refusal": True}`` and is written back as ``refusal``, never as ``content``.
 - Tool-call arguments are a JSON string; arguments that are not a JSON object are kept verbatim
   (see ``private``). ``is_error`` and tool-result names are not part of the format: names are
   recovered from the matching call, ``is_error`` is lost.
-- Media: user messages carry images (``image_url``, data URLs or links), audio (``input_audio``,
-  inline only) and files (``file``: inline ``file_data`` or a provider ``file_id``). Anything the
-  API refuses at a given place (video, media in system/assistant/tool messages, audio by URL)
-  becomes a short text note, so the request stays valid; the stored message keeps the media.
+- Media: user messages carry images (``image_url``: png, jpeg, gif, webp as data URLs, or
+  links), audio (``input_audio``: inline wav or mp3) and files (``file``: inline PDF
+  ``file_data``, named ``file.pdf`` when the block has no name, or a provider ``file_id``).
+  Anything the API refuses at a given place (other media types, video, audio by URL, media in
+  system/assistant/tool messages) becomes the media note of ``wire.media``, so the request
+  stays valid; the stored message keeps the media.
 - ``developer`` messages read as ``system`` and are written back as ``developer``. Top-level keys
   starting with ``_`` go into ``Msg.metadata`` (private) and are never written back; metadata is
   never written at all.
@@ -36,9 +42,7 @@ Mapping, and where the format cannot carry something:
 from __future__ import annotations
 
 import base64
-import binascii
 import mimetypes
-import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -57,24 +61,34 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
+from agentledger.wire.media import (
+    OPENAI_AUDIO_FORMATS,
+    OPENAI_IMAGE_TYPES,
+    b64decode,
+    data_url,
+    default_filename,
+    media_note,
+    normal_media_type,
+    parse_data_url,
+)
 from agentledger.wire.private import (
     OPENAI_EXTRA_KEY,
     PROVIDER_FILE_KEY,
+    REASONING_SOURCE_KEY,
+    REFUSAL_KEY,
     SOURCE_ROLE_KEY,
-    block_type,
+    arguments_text,
     content_id,
-    dump_arguments,
     is_private,
     keep_unknown,
-    parse_arguments,
     require_fits,
 )
+from agentledger.wire.tool_ids import ToolIds, restore_ids
 
 __all__ = ["IdMode", "derived_id", "from_live_list", "from_openai", "to_openai"]
 
 IdMode = Literal["given", "derived"]
 _REFUSAL = "refusal"
-_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 # The keys of each chat message that have a field here; any other is kept (see ``keep_unknown``).
 _COMMON = frozenset(("role", "content", "name", "id"))
@@ -95,18 +109,42 @@ _PART_KEYS = {
 
 
 # -- Msg -> OpenAI ------------------------------------------------------------------------------
-def to_openai(msgs: Iterable[Msg], *, include_ids: bool = False) -> list[dict[str, Any]]:
-    """Chat-completions message dicts for ``msgs`` (new dicts; nothing private is written)."""
+def to_openai(
+    msgs: Iterable[Msg],
+    *,
+    include_ids: bool = False,
+    reasoning: bool | str = False,
+    tool_ids: ToolIds | None = None,
+) -> list[dict[str, Any]]:
+    """Chat-completions message dicts for ``msgs`` (new dicts; nothing private is written).
+
+    ``reasoning`` says which thinking is written as ``reasoning_content``: none (``False``, the
+    default: OpenAI and strict compatible servers reject the key), every unsigned thinking block
+    (``True``), or only the blocks a given server wrote (its source tag, see
+    ``REASONING_SOURCE_KEY``). Tool-call ids longer than OpenAI takes are mapped (``tool_ids``,
+    see ``wire.tool_ids``; pass one to map the reply's ids back).
+    """
+    if not isinstance(reasoning, (bool, str)):
+        raise UserError(f"reasoning must be a bool or a source tag, got {reasoning!r}")
+    ids = ToolIds("openai") if tool_ids is None else tool_ids
     out: list[dict[str, Any]] = []
     for msg in msgs:
         if msg.role == "tool":
-            out.extend(_tool_dicts(msg, include_ids))
+            out.extend(_tool_dicts(msg, include_ids, ids))
         else:
-            out.append(_message_dict(msg, include_ids))
+            out.append(_message_dict(msg, include_ids, reasoning, ids))
     return out
 
 
-def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
+def _sent_reasoning(block: Block, reasoning: bool | str) -> bool:
+    if not isinstance(block, ThinkingBlock) or block.redacted or block.signature or not reasoning:
+        return False
+    return reasoning is True or block.metadata.get(REASONING_SOURCE_KEY) == reasoning
+
+
+def _message_dict(
+    msg: Msg, include_ids: bool, reasoning: bool | str, ids: ToolIds
+) -> dict[str, Any]:
     role: str = msg.role
     if role == "system" and msg.metadata.get(SOURCE_ROLE_KEY) == "developer":
         role = "developer"
@@ -122,7 +160,7 @@ def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
         return d
     parts, refusals = [], []
     for block in msg.content:
-        if isinstance(block, TextBlock) and block.metadata.get(_REFUSAL) is True:
+        if isinstance(block, TextBlock) and block.metadata.get(REFUSAL_KEY) is True:
             refusals.append(block)
         elif not isinstance(block, (ThinkingBlock, ToolUseBlock)):
             parts.append(block)
@@ -133,27 +171,27 @@ def _message_dict(msg: Msg, include_ids: bool) -> dict[str, Any]:
         d["content"] = None if calls or refusals else ""
     if refusals:
         d[_REFUSAL] = "\n".join(b.text for b in refusals)
-    thinking = [b.thinking for b in msg.content if isinstance(b, ThinkingBlock) and not b.redacted]
+    thinking = [b.thinking for b in msg.content if _sent_reasoning(b, reasoning)]
     if thinking:
         d["reasoning_content"] = "\n".join(thinking)
     if calls:
         d["tool_calls"] = [
             {
-                "id": c.id,
+                "id": ids.wire(c.id),
                 "type": "function",
-                "function": {"name": c.name, "arguments": dump_arguments(c.input)},
+                "function": {"name": c.name, "arguments": arguments_text(c)},
             }
             for c in calls
         ]
     return d
 
 
-def _tool_dicts(msg: Msg, include_ids: bool) -> list[dict[str, Any]]:
+def _tool_dicts(msg: Msg, include_ids: bool, ids: ToolIds) -> list[dict[str, Any]]:
     out = []
     for n, block in enumerate(msg.content):
         require_fits(msg, block)
         assert isinstance(block, ToolResultBlock)
-        d: dict[str, Any] = {"role": "tool", "tool_call_id": block.id}
+        d: dict[str, Any] = {"role": "tool", "tool_call_id": ids.wire(block.id)}
         if include_ids:
             d["id"] = msg.id if n == 0 else f"{msg.id}:{n}"
         d["content"] = _content(block.output, media=False)
@@ -180,71 +218,52 @@ def _content(blocks: Iterable[Block], *, media: bool) -> str | list[dict[str, An
 
 
 def _media_part(block: MediaBlock) -> dict[str, Any]:
+    media_type = normal_media_type(block.media_type)
     if isinstance(block, ImageBlock):
-        image: dict[str, Any] = {"url": block.url or data_url(block.media_type, block.data)}
+        if block.data is not None and media_type not in OPENAI_IMAGE_TYPES:
+            return _note(block, "OpenAI takes png, jpeg, gif and webp images")
+        image: dict[str, Any] = {"url": block.url or data_url(media_type, block.data)}
         if "detail" in block.metadata:
             image["detail"] = block.metadata["detail"]
         return {"type": "image_url", "image_url": image}
-    if isinstance(block, AudioBlock) and block.data is not None:
-        fmt = _AUDIO_FORMATS.get(block.media_type, block.media_type.rpartition("/")[2])
+    if isinstance(block, AudioBlock):
+        fmt = OPENAI_AUDIO_FORMATS.get(media_type)
+        if block.data is None or fmt is None:
+            return _note(block, "OpenAI takes only inline wav and mp3 audio")
         data = base64.b64encode(block.data).decode("ascii")
         return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
-    is_handle = block.metadata.get(PROVIDER_FILE_KEY) == "openai"
-    if isinstance(block, FileBlock) and (block.data is not None or is_handle):
-        file: dict[str, Any] = (
-            {"file_data": data_url(block.media_type, block.data)}
-            if block.data is not None
-            else {"file_id": block.url}
-        )
-        if block.filename:
-            file["filename"] = block.filename
+    if isinstance(block, FileBlock):
+        if block.metadata.get(PROVIDER_FILE_KEY) == "openai":
+            file: dict[str, Any] = {"file_id": block.url}
+            if block.filename:
+                file["filename"] = block.filename
+        elif block.data is not None and media_type == "application/pdf":
+            filename = block.filename or default_filename(block)
+            file = {"file_data": data_url(media_type, block.data), "filename": filename}
+        else:
+            return _note(block, "OpenAI takes only inline PDF files and its own file ids")
         return {"type": "file", "file": file}
     return _note(block, "not supported in OpenAI chat messages")
 
 
 def _note(block: MediaBlock, why: str) -> dict[str, Any]:
-    where = f" at {block.url}" if block.url and PROVIDER_FILE_KEY not in block.metadata else ""
-    text = f"[{block_type(block)} ({block.media_type}){where} omitted: {why}]"
-    return {"type": "text", "text": text}
-
-
-def data_url(media_type: str, data: bytes | None) -> str:
-    """A base64 ``data:`` URL."""
-    return f"data:{media_type};base64,{base64.b64encode(data or b'').decode('ascii')}"
-
-
-def parse_data_url(url: str) -> tuple[str, bytes] | None:
-    """``(media_type, bytes)`` of a ``data:`` URL, ``None`` for any other URL."""
-    if not url.startswith("data:"):
-        return None
-    header, sep, payload = url[5:].partition(",")
-    if not sep:
-        raise UserError("malformed data: URL (no comma)")
-    params = header.split(";")
-    media_type = params[0] or "text/plain"
-    if "base64" not in params[1:]:
-        return media_type, urllib.parse.unquote_to_bytes(payload)
-    return media_type, _b64decode(payload)
-
-
-def _b64decode(text: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise UserError(f"invalid base64 data: {exc}") from None
+    return {"type": "text", "text": media_note(block, why)}
 
 
 # -- OpenAI -> Msg ------------------------------------------------------------------------------
-def from_openai(dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given") -> list[Msg]:
+def from_openai(
+    dicts: Iterable[Mapping[str, Any]], *, ids: IdMode = "given", tool_ids: ToolIds | None = None
+) -> list[Msg]:
     """One ``Msg`` per chat-completions dict, in order. The dicts are only read, never changed.
 
     ``ids="derived"`` gives a dict without an ``"id"`` the id ``derived_id(index, dict)``, so
     converting the same dicts twice gives equal messages with equal digests (``created_at`` is
-    ``None`` in both modes, for the same reason).
+    ``None`` in both modes, for the same reason). ``tool_ids``: the mapping ``to_openai`` used,
+    to read mapped tool-call ids back as the stored ones.
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
-    return _convert(dicts, ids, msgs_allowed=False)
+    return restore_ids(_convert(dicts, ids, msgs_allowed=False), tool_ids)
 
 
 def from_live_list(items: Iterable[Msg | Mapping[str, Any]]) -> list[Msg]:
@@ -306,7 +325,7 @@ def _from_dict(d: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, s
             content.append(ThinkingBlock(thinking=reasoning))
         content.extend(_blocks(d.get("content"), index))
         if d.get(_REFUSAL):
-            content.append(TextBlock(text=d[_REFUSAL], metadata={_REFUSAL: True}))
+            content.append(TextBlock(text=d[_REFUSAL], metadata={REFUSAL_KEY: True}))
         for call in d.get("tool_calls") or ():
             content.append(_tool_use(call, index, names))
     else:
@@ -334,8 +353,10 @@ def _tool_use(call: Any, index: int, names: dict[str, str]) -> ToolUseBlock:
     known = frozenset(("id", "function", "type")) if call.get("type") == "function" else None
     metadata = keep_unknown(call, known or frozenset(("id", "function")), OPENAI_EXTRA_KEY)
     _keep_nested(function, "function", frozenset(("name", "arguments")), metadata)
-    arguments = parse_arguments(function.get("arguments"))
-    return ToolUseBlock(id=call_id, name=name, input=arguments, metadata=metadata)
+    text = function.get("arguments")
+    if text is not None and not isinstance(text, str):
+        raise UserError(f"message {index}: tool call {call_id!r} has arguments that are not text")
+    return ToolUseBlock(id=call_id, name=name, arguments=text, metadata=metadata)
 
 
 def _keep_nested(
@@ -376,7 +397,7 @@ def _part_block(kind: str, part: Mapping[str, Any], index: int) -> Block:
     if kind == "text":
         return TextBlock(text=part.get("text", ""))
     if kind == _REFUSAL:
-        return TextBlock(text=part.get(_REFUSAL, ""), metadata={_REFUSAL: True})
+        return TextBlock(text=part.get(_REFUSAL, ""), metadata={REFUSAL_KEY: True})
     if kind == "image_url":
         image = part["image_url"]
         image = image if isinstance(image, Mapping) else {"url": image}
@@ -390,7 +411,7 @@ def _part_block(kind: str, part: Mapping[str, Any], index: int) -> Block:
         audio = part["input_audio"]
         fmt = audio.get("format", "wav")
         media_type = _AUDIO_TYPES.get(fmt, f"audio/{fmt}")
-        return AudioBlock(media_type=media_type, data=_b64decode(audio["data"]))
+        return AudioBlock(media_type=media_type, data=b64decode(audio["data"]))
     if kind == "file":
         return _file(part["file"], index)
     # video_url: not OpenAI's, but some compatible servers take it
@@ -412,5 +433,5 @@ def _file(file: Mapping[str, Any], index: int) -> FileBlock:
         raise UserError(f"message {index}: a file part needs file_data or file_id")
     parsed = parse_data_url(raw)
     if parsed is None:
-        parsed = (guessed, _b64decode(raw))
+        parsed = (guessed, b64decode(raw))
     return FileBlock(media_type=parsed[0], data=parsed[1], filename=filename)

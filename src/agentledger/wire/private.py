@@ -7,12 +7,13 @@ emits metadata goes through ``public_metadata``. Callers use private keys for bo
 must stay on the server (an upstream request id, a cost, a tenant tag); agentledger uses a few for
 facts a wire format cannot carry (``SOURCE_ROLE_KEY``, ``PROVIDER_FILE_KEY``).
 
-Tool-call arguments live here too, because their one irregular case is marked by a private key:
-a model can emit arguments that are not a JSON object (truncated by an interrupt, or plain
-invalid). They are kept verbatim as ``ToolUseBlock.input == {"_raw_arguments": "<text>"}`` rather
-than crashing the conversion or silently becoming ``{}``: a tool runner that validates its input
-then rejects the call loudly (and can answer with an error result), and converting back to a
-string-arguments format (OpenAI, AG-UI) gives the model's exact text again.
+Tool-call arguments are written here for every format: a format whose arguments are text
+(OpenAI, AG-UI, Responses) gets ``arguments_text(call)``, the model's own text byte for byte when
+the call came as text (``ToolUseBlock.arguments``), else ``input`` serialised; a format whose
+arguments are an object (Anthropic) gets ``arguments_object(call)``. Text that holds no JSON
+object (truncated by an interrupt, or plain invalid) is marked in ``input`` by the private key
+``{"_raw_arguments": "<text>"}`` (see ``messages.arguments``); blocks stored before
+``ToolUseBlock.arguments`` existed carry only that marker, and it still gives the text back.
 
 The shared rules: which blocks may sit in which role (``block_fits``), and the deterministic
 content-derived message id (``content_id``) that lets caller-owned dicts be stored by content.
@@ -20,15 +21,21 @@ content-derived message id (``content_id``) that lets caller-owned dicts be stor
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from agentledger.errors import CodecError, UserError
+from agentledger.messages.arguments import (
+    RAW_ARGUMENTS_KEY,
+    compact_json,
+    input_of,
+    is_raw,
+    json_arguments,
+    plain_json,
+)
 from agentledger.messages.blocks import (
     Block,
     ThinkingBlock,
@@ -43,12 +50,15 @@ __all__ = [
     "OPENAI_EXTRA_KEY",
     "PROVIDER_FILE_KEY",
     "RAW_ARGUMENTS_KEY",
+    "REASONING_SOURCE_KEY",
+    "REFUSAL_KEY",
     "SOURCE_ROLE_KEY",
+    "arguments_object",
+    "arguments_text",
     "block_fits",
     "block_type",
     "content_id",
     "dump_arguments",
-    "input_object",
     "is_private",
     "keep_unknown",
     "metadata_from_json",
@@ -57,9 +67,6 @@ __all__ = [
     "require_fits",
     "strip_private",
 ]
-
-RAW_ARGUMENTS_KEY = "_raw_arguments"
-"""Key of ``ToolUseBlock.input`` holding arguments that were not a JSON object, verbatim."""
 
 SOURCE_ROLE_KEY = "_source_role"
 """``Msg.metadata`` key recording a wire role we fold into ours (``developer`` → ``system``)."""
@@ -71,6 +78,14 @@ OpenAI ``file_id``), not a URL anyone can fetch."""
 OPENAI_EXTRA_KEY = "_openai"
 """Metadata key (of a ``Msg`` or a block) holding the keys of an OpenAI chat object that have no
 field of their own here (``audio``, ``function_call``, ``annotations`` ...), verbatim."""
+
+REASONING_SOURCE_KEY = "_reasoning_source"
+"""``ThinkingBlock.metadata`` key naming the provider that wrote unsigned reasoning (an
+OpenAI-compatible server's ``reasoning_content``): only that provider is sent it again."""
+
+REFUSAL_KEY = "refusal"
+"""``TextBlock.metadata`` key (public) marking a refusal: OpenAI's ``refusal`` field, kept apart
+from the answer text and written back as ``refusal``."""
 
 ANTHROPIC_EXTRA_KEY = "_anthropic"
 """The same for Anthropic Messages objects (``cache_control``, ``citations`` ...)."""
@@ -135,60 +150,38 @@ def metadata_from_json(obj: Any) -> FrozenMap | None:
     return frozen if isinstance(frozen, FrozenMap) else None
 
 
-def parse_arguments(raw: str | None) -> dict[str, Any]:
-    """Tool-call input from a JSON arguments string; never raises.
-
-    Empty or missing arguments mean no arguments. Anything that is not a JSON object is kept
-    verbatim under ``RAW_ARGUMENTS_KEY`` (see the module docstring).
-    """
-    if raw is None or not raw.strip():
-        return {}
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and not _is_raw(parsed):
-        return parsed
-    return {RAW_ARGUMENTS_KEY: raw}
+def parse_arguments(raw: str | None) -> FrozenMap:
+    """Tool-call input from a JSON arguments string; never raises (``messages.arguments``)."""
+    return input_of(raw)
 
 
 def dump_arguments(arguments: Mapping[str, Any]) -> str:
     """The JSON arguments string for a tool-call input (the verbatim text for raw arguments)."""
-    if _is_raw(arguments):
-        raw: str = arguments[RAW_ARGUMENTS_KEY]
-        return raw
-    return _json_encoder.encode(_plain(arguments)).decode()
+    return compact_json(arguments)
 
 
-def _is_raw(arguments: Mapping[str, Any]) -> bool:
-    return (
-        len(arguments) == 1
-        and RAW_ARGUMENTS_KEY in arguments
-        and isinstance(arguments[RAW_ARGUMENTS_KEY], str)
-    )
+def arguments_text(call: ToolUseBlock) -> str:
+    """The arguments of ``call`` as a string-arguments format writes them: the model's text,
+    byte for byte (``ToolUseBlock.arguments``, or ``input``'s compact JSON when that is what
+    the model wrote)."""
+    if call.arguments is not None:
+        return call.arguments
+    return compact_json(call.input)
 
 
-def input_object(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool-call input as a plain JSON object, for formats whose arguments are an object.
+def arguments_object(call: ToolUseBlock) -> dict[str, Any]:
+    """The arguments of ``call`` as a plain JSON object, for formats whose arguments are one.
 
-    Raw (non-object) arguments have no faithful object form and give ``{}``; bytes are tagged.
+    The object the model's text holds, exactly (an integer past 64 bits included); ``{}`` when
+    the text holds no object, which no object format can carry; else ``input``, bytes tagged.
     """
-    if _is_raw(arguments):
+    if call.arguments is not None:
+        exact = json_arguments(call.arguments)
+        return {} if exact is None else exact
+    if is_raw(call.input):
         return {}
-    out: dict[str, Any] = _plain(arguments)
+    out: dict[str, Any] = plain_json(call.input)
     return out
-
-
-def _plain(value: Any) -> Any:
-    """Plain JSON for a model's own data (tool input): exactly its keys, with none of the codec's
-    escaping (a ``$map`` key stays a ``$map`` key); bytes, which no model writes, are tagged."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"$bytes": base64.b64encode(value).decode("ascii")}
-    return value
 
 
 def content_id(prefix: str, position: str, message: Mapping[str, Any]) -> str:

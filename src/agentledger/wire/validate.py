@@ -3,8 +3,8 @@
 Strict providers reject a request whose history breaks tool-call pairing (seed 003: a user
 interrupt left a tool call that never ran, and every later request failed). ``validate`` finds
 every such problem without changing anything; ``check`` raises ``HistoryError`` carrying them;
-``repair`` returns a new, valid list and says exactly what it changed. Nothing here repairs
-silently: a caller decides to repair and gets a report (also logged at WARNING).
+``repair`` (in ``wire.repair``) returns a new, valid list and says exactly what it changed.
+Nothing repairs silently: a caller decides to repair and gets a report (also logged at WARNING).
 
 Rules, by ``target``:
 
@@ -16,8 +16,9 @@ Rules, by ``target``:
   (``empty_tool_message``, ``misplaced_block``);
 - ``strict``, ``openai``, ``anthropic``: the results for an assistant turn's calls follow that
   turn directly, before any other user, assistant or system message (``late_result``);
-- ``anthropic``: the first non-system message is a user message, and system messages come before
-  the conversation (the API has one system prompt) (``bad_role_order``).
+- ``anthropic``: the first non-system message that sends anything (blank user text is not
+  sent) is a user message, and system messages come before the conversation (the API has one
+  system prompt) (``bad_role_order``); ``repair`` fixes both with ``target="anthropic"``.
 
 ``agui`` is the lenient target (a frontend tool's result may arrive after other messages).
 """
@@ -31,28 +32,25 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentledger.errors import HistoryError, UserError
-from agentledger.messages.blocks import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from agentledger.messages.blocks import TextBlock, ToolResultBlock
 from agentledger.messages.msg import Msg
 from agentledger.wire.private import block_fits, block_type
 
 __all__ = [
-    "NOT_EXECUTED",
+    "TARGETS",
     "Finding",
     "FindingKind",
-    "RepairChange",
-    "RepairKind",
-    "RepairReport",
     "Target",
     "check",
     "is_empty_assistant",
-    "repair",
+    "starts_conversation",
     "validate",
 ]
 
 logger = logging.getLogger("agentledger.wire")
 
 Target = Literal["strict", "openai", "anthropic", "agui"]
-_TARGETS = ("strict", "openai", "anthropic", "agui")
+TARGETS = ("strict", "openai", "anthropic", "agui")
 
 
 class FindingKind(enum.StrEnum):
@@ -90,10 +88,20 @@ def is_empty_assistant(msg: Msg) -> bool:
     return all(isinstance(b, TextBlock) and not b.text.strip() for b in msg.content)
 
 
+def starts_conversation(msg: Msg) -> bool:
+    """Whether ``msg`` starts the conversation for Anthropic: a non-system message that sends
+    something (a user message of blank text is not sent at all)."""
+    if msg.role == "system":
+        return False
+    return msg.role != "user" or not all(
+        isinstance(b, TextBlock) and not b.text.strip() for b in msg.content
+    )
+
+
 def validate(msgs: Sequence[Msg], *, target: Target = "strict") -> list[Finding]:
     """Every problem ``target`` would reject in ``msgs``, in message order. Reads only."""
-    if target not in _TARGETS:
-        raise UserError(f"target must be one of {_TARGETS}, got {target!r}")
+    if target not in TARGETS:
+        raise UserError(f"target must be one of {TARGETS}, got {target!r}")
     return _Validator(list(msgs), target).run()
 
 
@@ -125,7 +133,7 @@ class _Validator:
                     self.add(FindingKind.MISPLACED_BLOCK, i, getattr(block, "id", None), what)
             if self.target == "anthropic":
                 self._anthropic_order(i, msg, started)
-            started = started or msg.role != "system"
+            started = started or starts_conversation(msg)
             if msg.role == "assistant":
                 if is_empty_assistant(msg):
                     self.add(FindingKind.EMPTY_ASSISTANT, i, None, "assistant message is empty")
@@ -155,7 +163,7 @@ class _Validator:
         if msg.role == "system" and started:
             what = "system message after the conversation started (Anthropic has one system prompt)"
             self.add(FindingKind.BAD_ROLE_ORDER, i, None, what)
-        elif msg.role != "system" and not started and msg.role != "user":
+        elif starts_conversation(msg) and not started and msg.role != "user":
             what = f"first message after the system prompt is {msg.role}, not user"
             self.add(FindingKind.BAD_ROLE_ORDER, i, None, what)
 
@@ -183,183 +191,3 @@ def check(msgs: Sequence[Msg], *, target: Target = "strict") -> None:
     if findings:
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         raise HistoryError(f"history is not valid for {target}: {findings[0]}{more}", findings)
-
-
-# -- repair -------------------------------------------------------------------------------------
-class RepairKind(enum.StrEnum):
-    """What ``repair`` did."""
-
-    DROPPED_ORPHAN_RESULT = "dropped_orphan_result"
-    DROPPED_DUPLICATE_RESULT = "dropped_duplicate_result"
-    DROPPED_EARLY_RESULT = "dropped_early_result"
-    MOVED_LATE_RESULT = "moved_late_result"
-    DROPPED_DUPLICATE_CALL = "dropped_duplicate_call"
-    DROPPED_UNANSWERED_CALL = "dropped_unanswered_call"
-    ADDED_ERROR_RESULT = "added_error_result"
-    DROPPED_EMPTY_MESSAGE = "dropped_empty_message"
-
-
-@dataclass(frozen=True, slots=True)
-class RepairChange:
-    """One change ``repair`` made; ``index`` is the position in the input list."""
-
-    kind: RepairKind
-    index: int
-    message_id: str
-    tool_call_id: str | None
-    text: str
-
-    def __str__(self) -> str:
-        return f"{self.kind.value} at message {self.index} ({self.message_id!r}): {self.text}"
-
-
-@dataclass(frozen=True, slots=True)
-class RepairReport:
-    """The repaired history (``messages``, a new list) and every change made to get it."""
-
-    messages: list[Msg]
-    changes: list[RepairChange]
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.changes)
-
-
-NOT_EXECUTED = "tool call was not executed"
-
-
-def repair(
-    msgs: Sequence[Msg], *, unanswered: Literal["drop", "error_result"] = "drop"
-) -> RepairReport:
-    """A copy of ``msgs`` that passes ``validate(target="strict")`` for pairing and emptiness.
-
-    Drops results without a call, second results, results before their call, second uses of a
-    call id and empty messages; moves a result that arrived after the conversation moved on to
-    right after its call. Calls left without a result are dropped (``unanswered="drop"``, the
-    seed-003 rule; an assistant message left empty goes too) or answered with an error result
-    saying ``NOT_EXECUTED`` (``"error_result"``). Results placed after a call go in a new tool
-    message ``f"{call_msg.id}:results"`` right after the calling message. Changed messages are
-    new ``Msg`` objects with their ids kept; the input list and its messages are not touched.
-    Misplaced blocks (``misplaced_block``) are not repaired.
-    """
-    if unanswered not in ("drop", "error_result"):
-        raise UserError(f'unanswered must be "drop" or "error_result", got {unanswered!r}')
-    return _Repair(list(msgs), unanswered).run()
-
-
-class _Repair:
-    def __init__(self, msgs: list[Msg], unanswered: str) -> None:
-        self.msgs = msgs
-        self.mode = unanswered
-        self.changes: list[RepairChange] = []
-        self.first_call: dict[str, int] = {}
-        self.dup_calls: set[tuple[int, int]] = set()  # (message, block) of reused call ids
-        for i, msg in enumerate(msgs):
-            if msg.role != "assistant":
-                continue
-            for j, block in enumerate(msg.content):
-                if isinstance(block, ToolUseBlock):
-                    if block.id in self.first_call:
-                        self.dup_calls.add((i, j))
-                        what = f"dropped a second tool call with id {block.id!r}"
-                        self.note(RepairKind.DROPPED_DUPLICATE_CALL, i, block.id, what)
-                    else:
-                        self.first_call[block.id] = i
-        self.kept: dict[int, list[Block]] = {}  # tool message -> blocks kept in place
-        self.moved: dict[int, list[ToolResultBlock]] = {}  # calling message -> results after it
-        self.answered: set[str] = set()
-
-    def note(self, kind: RepairKind, i: int, call_id: str | None, text: str) -> None:
-        self.changes.append(RepairChange(kind, i, self.msgs[i].id, call_id, text))
-
-    def run(self) -> RepairReport:
-        self._place_results()
-        out: list[Msg] = []
-        for i, msg in enumerate(self.msgs):
-            if msg.role == "assistant":
-                out.extend(self._assistant(i, msg))
-            elif msg.role == "tool":
-                content = self.kept[i]
-                if not any(isinstance(b, ToolResultBlock) for b in content):
-                    what = "dropped a tool message left without results"
-                    self.note(RepairKind.DROPPED_EMPTY_MESSAGE, i, None, what)
-                elif len(content) == len(msg.content):
-                    out.append(msg)
-                else:
-                    out.append(msg.replace(content=content))
-            else:
-                out.append(msg)
-        self.changes.sort(key=lambda c: c.index)
-        for change in self.changes:
-            logger.warning("history repair: %s", change)
-        return RepairReport(out, self.changes)
-
-    def _place_results(self) -> None:
-        window: set[str] = set()
-        for i, msg in enumerate(self.msgs):
-            if msg.role == "assistant":
-                window = {
-                    b.id
-                    for j, b in enumerate(msg.content)
-                    if isinstance(b, ToolUseBlock) and (i, j) not in self.dup_calls
-                }
-            elif msg.role == "tool":
-                self.kept[i] = []
-                for block in msg.content:
-                    if not isinstance(block, ToolResultBlock) or self._place(i, block, window):
-                        self.kept[i].append(block)
-            else:
-                window = set()
-
-    def _place(self, i: int, result: ToolResultBlock, window: set[str]) -> bool:
-        """Whether ``result`` stays where it is (else it is dropped or moved)."""
-        call_id = result.id
-        if call_id not in self.first_call:
-            what = f"dropped a result for unknown call {call_id!r}"
-            self.note(RepairKind.DROPPED_ORPHAN_RESULT, i, call_id, what)
-            return False
-        if call_id in self.answered:
-            what = f"dropped a second result for call {call_id!r}"
-            self.note(RepairKind.DROPPED_DUPLICATE_RESULT, i, call_id, what)
-            return False
-        at = self.first_call[call_id]
-        if at > i:
-            what = f"dropped a result that comes before its call {call_id!r} (message {at})"
-            self.note(RepairKind.DROPPED_EARLY_RESULT, i, call_id, what)
-            return False
-        self.answered.add(call_id)
-        if call_id in window:
-            window.discard(call_id)
-            return True
-        self.moved.setdefault(at, []).append(result)
-        what = f"moved the result for call {call_id!r} to right after its call (message {at})"
-        self.note(RepairKind.MOVED_LATE_RESULT, i, call_id, what)
-        return False
-
-    def _assistant(self, i: int, msg: Msg) -> list[Msg]:
-        content: list[Block] = []
-        results = list(self.moved.get(i, ()))
-        for j, block in enumerate(msg.content):
-            if (i, j) in self.dup_calls:
-                continue
-            if isinstance(block, ToolUseBlock) and block.id not in self.answered:
-                if self.mode == "drop":
-                    what = f"dropped tool call {block.id!r} ({block.name}): it has no result"
-                    self.note(RepairKind.DROPPED_UNANSWERED_CALL, i, block.id, what)
-                    continue
-                output = (TextBlock(text=NOT_EXECUTED),)
-                results.append(
-                    ToolResultBlock(id=block.id, name=block.name, output=output, is_error=True)
-                )
-                what = f"answered tool call {block.id!r} ({block.name}) with an error result"
-                self.note(RepairKind.ADDED_ERROR_RESULT, i, block.id, what)
-            content.append(block)
-        new = msg if len(content) == len(msg.content) else msg.replace(content=content)
-        if is_empty_assistant(new):
-            what = "dropped an assistant message left empty"
-            self.note(RepairKind.DROPPED_EMPTY_MESSAGE, i, None, what)
-            return []
-        if not results:
-            return [new]
-        extra = Msg("tool", results, id=f"{msg.id}:results", created_at=msg.created_at)
-        return [new, extra]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any, Literal
 
 from agentledger._optional import require
 from agentledger.agent.events import (
@@ -36,9 +36,17 @@ from agentledger.agent.events import (
 from agentledger.agent.model import ModelSettings, ToolSpec
 from agentledger.agent.providers import malformed, status_error
 from agentledger.agent.providers._base import ProviderModel
+from agentledger.agent.providers.anthropic_request import (
+    CacheTarget,
+    cache_targets,
+    mark_cache,
+    system_param,
+    thinking_allowed,
+)
 from agentledger.errors import ModelError, UserError
 from agentledger.messages.msg import Msg, Usage
 from agentledger.wire.anthropic import to_anthropic
+from agentledger.wire.tool_ids import ToolIds
 from agentledger.wire.validate import check
 
 __all__ = ["AnthropicModel"]
@@ -68,7 +76,12 @@ class AnthropicModel(ProviderModel):
     custom base URL without a key gets a placeholder key (compatible local servers ignore it).
     It is owned by the model (``await model.aclose()`` or ``async with model``); a ``client`` you
     pass stays yours. ``max_tokens`` is required by the API; ``ModelSettings.max_tokens``
-    overrides it per call. ``thinking_budget`` turns on extended thinking with that many tokens.
+    overrides it per call. ``thinking_budget`` turns on extended thinking with that many tokens
+    (left off for a request that continues a tool loop another provider started, see
+    ``anthropic_request``). ``cache`` puts prompt-cache breakpoints on ``"system"``, ``"tools"``
+    and/or ``"messages"`` of every request (``cache_ttl`` "5m" or "1h"); they are request
+    options only and never reach a stored message. Tool-call ids outside Anthropic's pattern
+    are mapped for the request and back (``wire.ToolIds``).
     """
 
     provider = _PROVIDER
@@ -84,9 +97,13 @@ class AnthropicModel(ProviderModel):
         thinking_budget: int | None = None,
         timeout: float | None = None,
         max_retries: int = 2,
+        cache: Iterable[CacheTarget] = (),
+        cache_ttl: Literal["5m", "1h"] | None = None,
     ) -> None:
         if not model:
             raise UserError("AnthropicModel needs a model name")
+        self.cache = cache_targets(cache, cache_ttl)
+        self.cache_ttl = cache_ttl
         if thinking_budget is not None and thinking_budget >= max_tokens:
             raise UserError(
                 f"thinking_budget ({thinking_budget}) must be below max_tokens ({max_tokens})"
@@ -132,23 +149,33 @@ class AnthropicModel(ProviderModel):
 
         Raises ``HistoryError`` when the history breaks Anthropic's rules.
         """
+        return self._request(messages, system, tools, settings)[0]
+
+    def _request(
+        self,
+        messages: Sequence[Msg],
+        system: str | None,
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings | None,
+    ) -> tuple[dict[str, Any], ToolIds]:
         check(messages, target="anthropic")
-        hoisted, turns = to_anthropic(messages)
+        ids = ToolIds("anthropic")
+        hoisted, turns = to_anthropic(messages, tool_ids=ids)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
             "messages": turns,
             "stream": True,
         }
-        system_param = _system(system, hoisted)
-        if system_param:
-            body["system"] = system_param
+        system_value = system_param(system, hoisted)
+        if system_value:
+            body["system"] = system_value
         if tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
-        if self.thinking_budget is not None:
+        if self.thinking_budget is not None and thinking_allowed(turns):
             body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         if settings is not None:
             if settings.max_tokens is not None:
@@ -165,7 +192,8 @@ class AnthropicModel(ProviderModel):
             extra.update(settings.extra)
             if extra:
                 body["extra_body"] = extra
-        return body
+        mark_cache(body, self.cache, self.cache_ttl)
+        return body, ids
 
     async def stream(
         self,
@@ -177,21 +205,12 @@ class AnthropicModel(ProviderModel):
     ) -> AsyncIterator[ModelEvent]:
         """Stream one assistant message; see ``agentledger.agent.model.Model``."""
         anthropic = require("anthropic", "anthropic")
-        request = self.request(messages, system=system, tools=tools, settings=settings)
+        request, ids = self._request(messages, system, tools, settings)
         convert = functools.partial(_convert, anthropic)
         async for event in self._events(
-            self.client.messages.create(**request), _EventReader(), convert
+            self.client.messages.create(**request), _EventReader(ids), convert
         ):
             yield event
-
-
-def _system(system: str | None, hoisted: str | list[dict[str, Any]] | None) -> Any:
-    if not hoisted:
-        return system or None
-    if not system:
-        return hoisted
-    rest = [{"type": "text", "text": hoisted}] if isinstance(hoisted, str) else hoisted
-    return [{"type": "text", "text": system}, *rest]
 
 
 def _convert(anthropic: Any, exc: Exception) -> ModelError:
@@ -234,7 +253,8 @@ def _detail(exc: Any) -> str:
 class _EventReader:
     """Turns raw Messages API stream events into model events."""
 
-    def __init__(self) -> None:
+    def __init__(self, ids: ToolIds) -> None:
+        self.ids = ids  # the request's tool-id mapping: reply ids are mapped back through it
         self.blocks: dict[int, str] = {}  # content block index -> block type
         self.tools: dict[int, tuple[int, str]] = {}  # block index -> (tool ordinal, call id)
         self.usage: dict[str, int] = {}
@@ -280,11 +300,13 @@ class _EventReader:
             return [RedactedThinking(block.data)]
         if btype == "tool_use":
             ordinal = len(self.tools)
-            self.tools[index] = (ordinal, block.id)
-            events: list[ModelEvent] = [ToolCallStart(ordinal, block.id, block.name)]
+            call_id = self.ids.stored(block.id)
+            self.tools[index] = (ordinal, call_id)
+            start = ToolCallStart(ordinal, call_id, block.name, text_arguments=False)
+            events: list[ModelEvent] = [start]
             initial = getattr(block, "input", None)
             if initial:  # normally {} with the input streamed as JSON deltas
-                events.append(ToolCallDelta(ordinal, block.id, json.dumps(initial)))
+                events.append(ToolCallDelta(ordinal, call_id, json.dumps(initial)))
             return events
         return []
 

@@ -3,9 +3,11 @@
 Streams ``chat.completions.create(stream=True)`` through the official ``openai`` SDK. The history
 is checked against OpenAI's strict tool-call rules and converted by ``wire.to_openai`` (nothing
 private is sent); the system prompt goes first as a system message. From the stream it reads
-answer text, reasoning (``reasoning_content`` from vLLM, DeepSeek and llama.cpp, ``reasoning`` from
-Ollama and newer vLLM), tool calls (accumulated by ``index``; parallel calls may interleave) and
-the final usage chunk (``stream_options.include_usage``).
+answer text, refusals (kept as their own text block marked ``{"refusal": True}``, sent back as
+``refusal``), reasoning (``reasoning_content`` from vLLM, DeepSeek and llama.cpp, ``reasoning``
+from Ollama and newer vLLM; tagged with this server, see ``send_reasoning``), tool calls
+(accumulated by ``index``; parallel calls may interleave; argument text kept verbatim) and the
+final usage chunk (``stream_options.include_usage``).
 
 Usage is reported as ``input_tokens`` = ``prompt_tokens`` (cached tokens included, and also
 counted in ``cache_read_tokens``), ``output_tokens`` = ``completion_tokens`` (reasoning included,
@@ -36,6 +38,7 @@ from agentledger.errors import ModelError, UserError
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
 from agentledger.wire.openai import to_openai
+from agentledger.wire.tool_ids import ToolIds
 from agentledger.wire.validate import check
 
 __all__ = ["OpenAIChatModel"]
@@ -61,6 +64,12 @@ class OpenAIChatModel(ProviderModel):
     placeholder key (local servers ignore it). That client is owned by the model: close it with
     ``await model.aclose()`` or ``async with model``. A ``client`` you pass stays yours.
 
+    ``send_reasoning=True`` sends back, as ``reasoning_content``, the reasoning this same server
+    wrote (thinking blocks tagged with ``self.source``, the server's base URL), for servers that
+    want it (DeepSeek and vLLM reasoning parsers in a tool loop). Off by default: strict
+    OpenAI-compatible servers reject the unknown key, and no other provider's reasoning is ever
+    sent.
+
     ``max_tokens_param`` names the request field for ``ModelSettings.max_tokens``; by default
     ``max_completion_tokens`` for api.openai.com (its reasoning models refuse ``max_tokens``)
     and ``max_tokens`` elsewhere (what compatible servers know).
@@ -78,6 +87,7 @@ class OpenAIChatModel(ProviderModel):
         timeout: float | None = None,
         max_retries: int = 2,
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
+        send_reasoning: bool = False,
     ) -> None:
         if not model:
             raise UserError("OpenAIChatModel needs a model name")
@@ -104,6 +114,8 @@ class OpenAIChatModel(ProviderModel):
             official = _OFFICIAL_HOST in str(getattr(client, "base_url", _OFFICIAL_HOST))
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self.max_tokens_param = max_tokens_param
+        self.send_reasoning = send_reasoning
+        self.source = f"openai-chat:{client.base_url}"
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r}, base_url={str(self.client.base_url)!r})"
@@ -120,8 +132,19 @@ class OpenAIChatModel(ProviderModel):
 
         Raises ``HistoryError`` when the history breaks OpenAI's tool-call rules.
         """
+        return self._request(messages, system, tools, settings)[0]
+
+    def _request(
+        self,
+        messages: Sequence[Msg],
+        system: str | None,
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings | None,
+    ) -> tuple[dict[str, Any], ToolIds]:
         check(messages, target="openai")
-        wire = to_openai(messages)
+        ids = ToolIds("openai")
+        reasoning = self.source if self.send_reasoning else False
+        wire = to_openai(messages, reasoning=reasoning, tool_ids=ids)
         if system:
             wire.insert(0, {"role": "system", "content": system})
         body: dict[str, Any] = {
@@ -153,7 +176,7 @@ class OpenAIChatModel(ProviderModel):
                 body["stop"] = list(settings.stop)
             if settings.extra:
                 body["extra_body"] = dict(settings.extra)
-        return body
+        return body, ids
 
     async def stream(
         self,
@@ -165,10 +188,11 @@ class OpenAIChatModel(ProviderModel):
     ) -> AsyncIterator[ModelEvent]:
         """Stream one assistant message; see ``agentledger.agent.model.Model``."""
         openai = require("openai", "openai")
-        request = self.request(messages, system=system, tools=tools, settings=settings)
+        request, ids = self._request(messages, system, tools, settings)
         convert = functools.partial(_convert, openai)
+        reader = _ChunkReader(self.source, ids)
         async for event in self._events(
-            self.client.chat.completions.create(**request), _ChunkReader(), convert
+            self.client.chat.completions.create(**request), reader, convert
         ):
             yield event
 
@@ -219,7 +243,9 @@ class _ToolAcc:
 class _ChunkReader:
     """Turns chat-completion chunks into model events (choice 0 only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str, ids: ToolIds) -> None:
+        self.source = source  # tags the reasoning this server writes (``ThinkingDelta.source``)
+        self.ids = ids  # the request's tool-id mapping: reply ids are mapped back through it
         self.tools: dict[int, _ToolAcc] = {}
         self.started = 0
         self.finish_reason: str | None = None
@@ -249,11 +275,11 @@ class _ChunkReader:
         events: list[ModelEvent] = []
         reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
         if isinstance(reasoning, str) and reasoning:
-            events.append(ThinkingDelta(reasoning))
+            events.append(ThinkingDelta(reasoning, source=self.source))
         for field in ("content", "refusal"):
             text = getattr(delta, field, None)
-            if text:
-                events.append(TextDelta(text))  # the builder refuses a non-string
+            if text:  # the builder refuses a non-string
+                events.append(TextDelta(text, refusal=field == "refusal"))
         for position, call in enumerate(getattr(delta, "tool_calls", None) or ()):
             events.extend(self._tool_call(call, position))
         return events
@@ -261,6 +287,8 @@ class _ChunkReader:
     def _tool_call(self, call: Any, position: int) -> list[ModelEvent]:
         index = getattr(call, "index", None)
         call_id = getattr(call, "id", None) or None
+        if isinstance(call_id, str):
+            call_id = self.ids.stored(call_id)
         if not isinstance(index, int):  # some servers omit it: match by id, else a new call
             known = [t.index for t in self.tools.values() if call_id and t.id == call_id]
             index = known[0] if known else len(self.tools) + position

@@ -1,0 +1,77 @@
+"""Opening the store a command works on, the way a command line user expects.
+
+- The URL comes from ``--store``, else ``AGENTLEDGER_STORE``, else the config file, else SQLite in
+  the user data directory (``config``); the chosen URL is remembered for error hints.
+- A command that only reads never creates a store: a SQLite file or JSONL directory that does
+  not exist is "not found" (exit 3), not an empty store made on the spot.
+- PostgreSQL is probed once with a short connect timeout, so an unreachable server fails in
+  seconds with one line, not after the pool's 30 s of retries and a screen of pool warnings.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from agentledger.cli.config import setting
+from agentledger.cli.errors import EXIT_NOT_FOUND, CliError, state
+from agentledger.errors import StoreUnavailableError
+from agentledger.store import Ledger
+
+__all__ = ["PG_CONNECT_TIMEOUT", "default_path", "open_ledger", "resolve_store"]
+
+#: Seconds the command line waits for a PostgreSQL server before giving up.
+PG_CONNECT_TIMEOUT = 3
+
+
+def default_path() -> Path:
+    """Where ``Ledger()`` keeps its SQLite file (found without creating the directory)."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("agentledger", appauthor=False)) / "agentledger.db"
+
+
+def resolve_store(store: str | None) -> str:
+    """The store URL to use: flag or environment, else the config file, else the default."""
+    return setting("store", store) or f"sqlite:///{default_path()}"
+
+
+def _local_path(url: str) -> Path | None:
+    """The file or directory a ``sqlite://`` or ``jsonl://`` URL names (None for others)."""
+    scheme = url.split("://", 1)[0]
+    rest = url[len(scheme) + 3 :].split("?", 1)[0]  # options such as ?synchronous=full
+    if scheme in ("sqlite", "jsonl") and rest.startswith("/"):
+        return Path(rest[1:])
+    return None
+
+
+def _probe_postgres(url: str) -> None:
+    """Connect once with a short timeout; an unreachable server is one clear error."""
+    from agentledger._optional import require
+    from agentledger.store.postgres import _split_url
+
+    psycopg = require("psycopg", "postgres")
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # its retries say nothing new
+    conninfo, _ = _split_url(url)
+    try:
+        psycopg.connect(conninfo, connect_timeout=PG_CONNECT_TIMEOUT).close()
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(f"cannot connect to PostgreSQL: {exc}") from None
+
+
+def open_ledger(store: str | None, tenant: str | None, *, create: bool = False) -> Ledger:
+    """A ``Ledger`` on the chosen store. Without ``create``, a missing local store is "not
+    found" instead of being created."""
+    url = resolve_store(store)
+    state.store = url
+    path = _local_path(url)
+    if path is not None and not create and not path.exists():
+        kind = "file" if url.startswith("sqlite") else "directory"
+        raise CliError(
+            f"no store at {url} (the {kind} {path} does not exist; check --store or "
+            "AGENTLEDGER_STORE)",
+            EXIT_NOT_FOUND,
+        )
+    if url.startswith(("postgresql://", "postgres://")):
+        _probe_postgres(url)
+    return Ledger(url, tenant=setting("tenant", tenant) or "default")

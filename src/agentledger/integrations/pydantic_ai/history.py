@@ -1,0 +1,243 @@
+"""``LedgerHistory``: one session's pydantic-ai history, and ``PersistHistory``, which saves it
+during a run.
+
+pydantic-ai carries a conversation as a list of ``ModelMessage`` objects: a run takes them as
+``message_history=`` and returns them all from ``result.all_messages()``. ``LedgerHistory`` loads
+and saves such a list through the ledger's ordinary save, so an unchanged history writes nothing,
+a grown one appends only its new messages and an edited one (a history processor that trims or
+rewrites) writes only what changed, while the replaced messages stay in the ledger's history.
+pydantic-ai 2.68 also bundles a history with what the messages cannot say (the running usage,
+the conversation id, the deferred tool calls a paused run waits on) as a ``Conversation``, for
+``conversation=``; ``load_conversation``/``save_conversation`` store those beside the messages,
+in the same commit.
+
+pydantic-ai 2.68 lets code join a run as a *capability* (``Agent(capabilities=[...])`` or
+``agent.run(..., capabilities=[...])``); history processors are capabilities too
+(``ProcessHistory``). ``PersistHistory`` is one: it saves the run's live history
+(``RunContext.messages``) before each model request (so the new prompt is stored before the
+model is called), after every step of the run (each model response, each round of tool
+results), and once more when the run ends, whether it ends by returning, raising or being
+cancelled, so a crash mid-run loses at most the step in flight (the last save stores the run's
+whole ``Conversation``). What it saves is what the history processors left, which is what the
+model saw. A run given no history on a session that holds one is refused before it starts,
+since saving it would replace the session with that run alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.run import AgentRunResult
+
+from agentledger._optional import require
+from agentledger.errors import UserError
+from agentledger.integrations.pydantic_ai._cache import Conversions
+from agentledger.integrations.pydantic_ai.convert import from_msgs_grouped, message_key, to_msgs
+from agentledger.messages import Msg
+from agentledger.store.aio import AsyncLedger
+from agentledger.store.ledger import Ledger
+from agentledger.store.state import CONTEXT, SaveReport
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities.abstract import NodeResult, WrapNodeRunHandler, WrapRunHandler
+    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.tools import RunContext
+
+__all__ = ["CONVERSATION_VALUE", "LedgerHistory", "PersistHistory"]
+
+CONVERSATION_VALUE = "pydantic_ai"
+"""Session value holding a saved ``Conversation``'s fields besides its messages (JSON text)."""
+
+_REPEAT = "~"
+_NOT_KEPT = {"messages", "new_message_index"}
+
+
+def _conversation_type() -> Any:
+    return require("pydantic_ai.conversation", "pydantic-ai").ConversationTypeAdapter
+
+
+class LedgerHistory:
+    """The pydantic-ai history of one session (list ``name``, default ``"context"``).
+
+    ``ledger`` is a ``Ledger`` or an ``AsyncLedger``; ``load``/``save`` block, ``aload``/``asave``
+    run the same work in a thread for asyncio code.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger | AsyncLedger,
+        session: str,
+        *,
+        tenant: str | None = None,
+        name: str = CONTEXT,
+    ) -> None:
+        self.ledger = ledger.sync if isinstance(ledger, AsyncLedger) else ledger
+        self.session = session
+        self.tenant = tenant
+        self.name = name
+        self.ledger.key(session, tenant)  # a bad id fails here, not at the first save
+        self._conversions = Conversions()
+
+    def load(self, *, version: int | None = None) -> list[ModelMessage]:
+        """The stored history (at ``version``, default the latest); empty for a new session."""
+        return self._read(
+            self.ledger.messages(self.session, self.name, tenant=self.tenant, version=version)
+        )
+
+    def _read(self, msgs: list[Msg]) -> list[ModelMessage]:
+        """The messages stored as ``msgs``, remembered so that saving them again is cheap."""
+        messages, groups = from_msgs_grouped(msgs)
+        for message, group in zip(messages, groups, strict=True):
+            if not any(_REPEAT in msg.id for msg in group):  # a repeat's id depends on its place
+                self._conversions.put(message_key(message), group)
+        return messages
+
+    def save(
+        self, messages: Sequence[ModelMessage], *, expected_version: int | None = None
+    ) -> SaveReport:
+        """Make the stored history equal ``messages``, writing only what changed.
+
+        ``expected_version`` works as in ``Ledger.save`` (``ConflictError`` if another writer
+        committed since). The caller's messages are read, never changed.
+        """
+        return self.ledger.save(
+            self.session,
+            to_msgs(messages, conversions=self._conversions),
+            name=self.name,
+            tenant=self.tenant,
+            expected_version=expected_version,
+        )
+
+    def load_conversation(self) -> Conversation:
+        """The stored history as a pydantic-ai ``Conversation`` (for ``conversation=``), with the
+        usage, id and pending deferred tool calls ``save_conversation`` kept beside it; a new
+        session gives an empty conversation whose id is the session id."""
+        conversation_type = _conversation_type()
+        state = self.ledger.load(self.session, tenant=self.tenant)
+        kept = state.values.get(CONVERSATION_VALUE)
+        conversation = (
+            conversation_type.validate_json(kept)
+            if isinstance(kept, str)
+            else Conversation(conversation_id=self.session)
+        )
+        conversation.messages = self._read(state.lists.get(self.name, []))
+        return conversation
+
+    def save_conversation(
+        self,
+        conversation: Conversation | AgentRunResult[Any],
+        *,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        """Store a ``Conversation`` (or a run result's): its messages as ``save`` does, and its
+        usage, id and deferred tool calls as the session value ``"pydantic_ai"``, in one commit."""
+        if not isinstance(conversation, Conversation):
+            conversation = conversation.conversation
+        rest = _conversation_type().dump_json(conversation, exclude=_NOT_KEPT).decode()
+        return self.ledger.save_state(
+            self.session,
+            lists={self.name: to_msgs(conversation.messages, conversions=self._conversions)},
+            values={CONVERSATION_VALUE: rest},
+            tenant=self.tenant,
+            expected_version=expected_version,
+        )
+
+    async def aload_conversation(self) -> Conversation:
+        return await asyncio.to_thread(self.load_conversation)
+
+    async def asave_conversation(
+        self,
+        conversation: Conversation | AgentRunResult[Any],
+        *,
+        expected_version: int | None = None,
+    ) -> SaveReport:
+        return await asyncio.to_thread(
+            self.save_conversation, conversation, expected_version=expected_version
+        )
+
+    def stored_count(self) -> int:
+        """How many ``Msg`` rows the stored history has (nothing is decoded)."""
+        return len(self.ledger.messages(self.session, self.name, tenant=self.tenant))
+
+    async def aload(self, *, version: int | None = None) -> list[ModelMessage]:
+        return await asyncio.to_thread(self.load, version=version)
+
+    async def asave(
+        self, messages: Sequence[ModelMessage], *, expected_version: int | None = None
+    ) -> SaveReport:
+        return await asyncio.to_thread(self.save, messages, expected_version=expected_version)
+
+    def capability(self) -> PersistHistory[Any]:
+        """A capability that saves this history during every run it joins."""
+        return PersistHistory(self)
+
+
+@dataclass
+class PersistHistory(AbstractCapability[Any]):
+    """Save the run's history to ``history`` before each model request (the new input is then
+    stored before the model is called), after every step and when the run ends, however it ends
+    (see the module docstring)."""
+
+    history: LedgerHistory
+    _live: list[ModelMessage] | None = field(default=None, init=False, repr=False)
+
+    async def for_run(self, ctx: RunContext[Any]) -> PersistHistory:
+        # One copy per run, holding that run's live history list; the instance given to the
+        # agent stays unchanged, so concurrent runs never share it.
+        if not ctx.messages:
+            stored = await asyncio.to_thread(self.history.stored_count)
+            if stored:
+                # Saving this run would replace the session with the run alone: refuse first.
+                raise UserError(
+                    f"session {self.history.session!r} holds {stored} messages but the run was "
+                    "given no message_history; pass message_history=history.load() to continue "
+                    "it, or use a new session"
+                )
+        return PersistHistory(self.history)
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        await self._save(ctx)
+        return request_context
+
+    async def wrap_node_run(
+        self,
+        ctx: RunContext[Any],
+        *,
+        node: Any,
+        handler: WrapNodeRunHandler[Any],
+    ) -> NodeResult[Any]:
+        self._live = ctx.messages
+        result = await handler(node)
+        await self._save(ctx)
+        return result
+
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
+        # The run-level context is a snapshot from before the run; the live history is the one
+        # the steps saw (``_live``), or the result's.
+        try:
+            result = await handler()
+        except BaseException:
+            if self._live is not None:
+                # Saved without awaiting: a cancelled task may not get to await again.
+                self.history.save(list(self._live))
+            raise
+        await self.history.asave_conversation(result)  # usage and deferred calls too
+        return result
+
+    async def _save(self, ctx: RunContext[Any]) -> None:
+        self._live = ctx.messages
+        await self.history.asave(list(ctx.messages))
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live ledger: not part of an agent spec

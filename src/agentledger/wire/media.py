@@ -1,0 +1,106 @@
+"""Which media each provider takes, the text note that stands in for the rest, and data URLs.
+
+A request a provider refuses helps no one, and dropping a media block silently would make the
+model answer as if it had never been shown anything. So each converter sends a media block only
+where and in the form its API documents, and replaces any other with one text part, the
+*media note*:
+
+    [<kind> (<media type>)[ at <url>] omitted: <why>]
+
+for example ``[audio (audio/ogg) omitted: OpenAI takes only wav and mp3 audio]``. The stored
+message keeps the media; only the request carries the note. What is accepted:
+
+- OpenAI chat: images (png, jpeg, gif, webp inline; any URL) and audio (``input_audio``, inline
+  wav or mp3 only) and PDF files (inline ``file_data``, which must carry a ``filename``, or a
+  ``file_id``), in user messages only.
+- Anthropic: images (jpeg, png, gif, webp inline; any URL), documents (PDF inline or by URL,
+  plain text inline), Files-API handles; in user turns and tool results. ``image/jpg``, which
+  some clients write, is sent as ``image/jpeg``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+import urllib.parse
+
+from agentledger.errors import UserError
+from agentledger.messages.blocks import Block, MediaBlock
+from agentledger.wire.private import PROVIDER_FILE_KEY, block_type
+
+__all__ = [
+    "ANTHROPIC_IMAGE_TYPES",
+    "OPENAI_AUDIO_FORMATS",
+    "OPENAI_IMAGE_TYPES",
+    "b64decode",
+    "data_url",
+    "default_filename",
+    "media_note",
+    "normal_media_type",
+    "parse_data_url",
+]
+
+OPENAI_IMAGE_TYPES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp"))
+OPENAI_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/vnd.wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+"""Media type -> ``input_audio.format``; the API takes only ``wav`` and ``mp3``."""
+
+ANTHROPIC_IMAGE_TYPES = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
+
+_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+
+
+def normal_media_type(media_type: str) -> str:
+    """The registered spelling of a media type: lower case, parameters dropped, common aliases
+    (``image/jpg``) resolved."""
+    base = media_type.split(";", 1)[0].strip().lower()
+    return _ALIASES.get(base, base)
+
+
+def default_filename(block: MediaBlock) -> str:
+    """A file name for a file sent without one (OpenAI refuses inline files without a name)."""
+    extension = mimetypes.guess_extension(normal_media_type(block.media_type)) or ".bin"
+    return f"{block_type(block)}{extension}"
+
+
+def media_note(block: Block, why: str) -> str:
+    """The text that stands in for a media block a provider does not take here."""
+    media_type = getattr(block, "media_type", "")
+    url = getattr(block, "url", None)
+    handle = PROVIDER_FILE_KEY in getattr(block, "metadata", {})
+    where = f" at {url}" if url and not handle else ""
+    return f"[{block_type(block)} ({media_type}){where} omitted: {why}]"
+
+
+def data_url(media_type: str, data: bytes | None) -> str:
+    """A base64 ``data:`` URL."""
+    return f"data:{media_type};base64,{base64.b64encode(data or b'').decode('ascii')}"
+
+
+def parse_data_url(url: str) -> tuple[str, bytes] | None:
+    """``(media_type, bytes)`` of a ``data:`` URL, ``None`` for any other URL."""
+    if not url.startswith("data:"):
+        return None
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise UserError("malformed data: URL (no comma)")
+    params = header.split(";")
+    media_type = params[0] or "text/plain"
+    if "base64" not in params[1:]:
+        return media_type, urllib.parse.unquote_to_bytes(payload)
+    return media_type, b64decode(payload)
+
+
+def b64decode(text: str) -> bytes:
+    """Strict base64 (``UserError`` for anything else)."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UserError(f"invalid base64 data: {exc}") from None

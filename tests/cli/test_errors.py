@@ -1,0 +1,134 @@
+"""Every failure is one line on stderr with a documented exit code, in every command; a read
+never creates a store; ``--debug`` shows the traceback. The cases are the ones a new user hit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentledger.cli.errors import EXIT_CONFLICT, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_USAGE
+from tests.cli.conftest import assert_error, cli
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "nosuch"],
+        ["history", "nosuch"],
+        ["export", "nosuch", "x.jsonl"],
+        ["fork", "nosuch", "x1"],
+        ["delete", "nosuch", "--yes"],
+        ["purge", "nosuch", "--yes"],
+        ["rewind", "nosuch", "--to-message", "u"],
+    ],
+)
+def test_a_missing_session_is_not_found_in_every_command(store: str, args: list[str]) -> None:
+    line = assert_error(cli(*args, "--store", store), EXIT_NOT_FOUND, "nosuch")
+    assert "agentledger sessions --store" in line
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "chat", "--version", "99"], ["fork", "chat", "x", "--at-version", "99"]]
+)
+def test_a_missing_version_is_not_found(store: str, args: list[str]) -> None:
+    assert_error(
+        cli(*args, "--store", store),
+        EXIT_NOT_FOUND,
+        "version 99",
+        "agentledger history chat --store",
+    )
+
+
+def test_fork_onto_an_existing_session_is_a_conflict(store: str) -> None:
+    assert cli("fork", "chat", "other", "--store", store).exit_code == 0
+    assert_error(cli("fork", "chat", "other", "--store", store), EXIT_CONFLICT, "already exists")
+
+
+def test_import_into_an_existing_session_names_overwrite(store: str, tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    assert cli("export", "chat", str(path), "--store", store).exit_code == 0
+    assert_error(cli("import", str(path), "--store", store), EXIT_CONFLICT, "'chat'", "--overwrite")
+    assert cli("import", str(path), "--store", store, "--overwrite").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b'{"kind":"header"\n', ["bad.jsonl", "line 1"]),
+        (b"", ["bad.jsonl", "no header"]),
+        (b'{"kind":"header","format":"agentledger.export/9","session":"s"}\n', ["export/9"]),
+        (b"[1, 2", ["not valid JSON"]),
+    ],
+)
+def test_import_of_a_bad_file_is_one_line(
+    store: str, tmp_path: Path, content: bytes, words: list[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    assert_error(cli("import", str(path), "--store", store), EXIT_FAILURE, *words)
+
+
+def test_import_of_a_missing_file_is_not_found(store: str, tmp_path: Path) -> None:
+    assert_error(
+        cli("import", str(tmp_path / "nope.jsonl"), "--store", store), EXIT_NOT_FOUND, "nope.jsonl"
+    )
+
+
+def test_export_into_a_missing_directory_is_not_found(store: str, tmp_path: Path) -> None:
+    target = tmp_path / "nodir" / "x.jsonl"
+    assert_error(cli("export", "chat", str(target), "--store", store), EXIT_NOT_FOUND, "nodir")
+    assert not target.parent.exists()
+
+
+def test_usage_errors_exit_2(store: str) -> None:
+    assert_error(cli("purge", "chat", "--keep-last", "0", "--store", store), EXIT_USAGE, "--help")
+    assert_error(cli("search", "", "--store", store), EXIT_USAGE, "word")
+    assert_error(cli("show", "--bogus"), EXIT_USAGE, "--bogus")
+    assert_error(cli("show", "a/../b" * 100, "--store", store), EXIT_USAGE, "session id")
+    assert_error(cli("sessions", "--store", "ftp://nope"), EXIT_USAGE, "unknown store URL")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///{}/nodir/x.db", "sqlite:///{}/nodir/x.db?synchronous=full", "jsonl:///{}/nodir"],
+)
+def test_a_read_never_creates_a_store(tmp_path: Path, url: str) -> None:
+    url = url.format(tmp_path)
+    for args in (["sessions"], ["show", "s"], ["history", "s"], ["search", "hi"]):
+        assert_error(cli(*args, "--store", url), EXIT_NOT_FOUND, "no store at", url)
+    assert not (tmp_path / "nodir").exists()
+
+
+def test_destructive_commands_need_yes_in_a_script(store: str) -> None:
+    assert_error(cli("delete", "chat", "--store", store), EXIT_USAGE, "--yes")
+    assert_error(cli("purge", "chat", "--store", store), EXIT_USAGE, "--yes")
+    assert cli("show", "chat", "--store", store).exit_code == 0
+
+
+def test_debug_shows_the_traceback(store: str) -> None:
+    result = cli("--debug", "show", "nosuch", "--store", store)
+    assert result.exit_code == EXIT_NOT_FOUND
+    assert "Traceback" in result.stderr and result.stderr.splitlines()[-1].startswith("error: ")
+    result = cli("show", "nosuch", "--store", store, env={"AGENTLEDGER_DEBUG": "1"})
+    assert "Traceback" in result.stderr
+
+
+def test_unreachable_postgres_fails_with_one_line() -> None:
+    pytest.importorskip("psycopg")
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"postgresql://postgres@127.0.0.1:{port}/test"
+    assert_error(cli("sessions", "--store", url), EXIT_FAILURE, "cannot connect to PostgreSQL")
+
+
+def test_a_save_whose_outcome_is_unknown_says_how_to_find_out() -> None:
+    from agentledger.cli.errors import _message, exit_code_for
+    from agentledger.errors import OutcomeUnknownError
+
+    exc = OutcomeUnknownError("saving session 'chat' as version 3 failed, outcome unknown")
+    assert exit_code_for(exc) == EXIT_FAILURE
+    assert "agentledger history" in _message(exc)

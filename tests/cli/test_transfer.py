@@ -1,0 +1,102 @@
+"""``export --history`` and ``import`` reproduce every version; ``--format`` writes the other
+formats; an export cut short is refused, not imported as a smaller session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentledger.messages import Msg
+from agentledger.store import Ledger
+from agentledger.testing.samples import sample_conversation
+from agentledger.wire import from_openai
+from tests.cli.conftest import assert_error, cli
+
+
+def _versions(ledger: Ledger, session: str) -> list[tuple[dict, dict]]:
+    """Every version's lists (as digests) and values."""
+    out = []
+    for info in ledger.history(session):
+        state = ledger.load(session, version=info.version)
+        digests = {n: [m.digest for m in msgs] for n, msgs in state.lists.items()}
+        out.append((digests, state.values))
+    return out
+
+
+@pytest.fixture
+def rich_history(tmp_path: Path) -> str:
+    """Session ``h``: appends, an edit, a cut, a second list, values set and deleted."""
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    conversation = sample_conversation(3, seed=2)
+    with Ledger(url) as ledger:
+        ledger.save("h", conversation[:4])
+        ledger.save_state("h", lists={"context": conversation[:8]}, values={"summary": "s1"})
+        edited = [*conversation[:8]]
+        edited[2] = edited[2].replace(metadata={"edited": b"\x00\x01"})
+        ledger.save_state("h", lists={"context": edited, "notes": [Msg.user("n", id="n")]})
+        ledger.save_state("h", lists={"context": edited[:5]}, values={"summary": None, "k": [1]})
+        ledger.save_state("h", lists={"notes": []}, values={"title": "T"})
+    return url
+
+
+def test_export_history_then_import_reproduces_every_version(rich_history: str, tmp_path: Path):
+    path = tmp_path / "h.jsonl"
+    result = cli("export", "h", str(path), "--history", "--store", rich_history)
+    assert result.exit_code == 0, result.output
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    result = cli("import", str(path), "--store", target, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["versions"] == [1, 2, 3, 4, 5]
+    with Ledger(rich_history) as source, Ledger(target) as copy:
+        assert _versions(copy, "h") == _versions(source, "h")
+        assert copy.load("h").lists == source.load("h").lists
+    plain = tmp_path / "plain.jsonl"
+    assert cli("export", "h", str(plain), "--store", rich_history).exit_code == 0
+    result = cli("import", str(plain), "--session", "flat", "--store", target, "--json")
+    assert json.loads(result.stdout)["versions"] == [1]
+
+
+def test_a_cut_short_export_is_refused(rich_history: str, tmp_path: Path) -> None:
+    for history in ([], ["--history"]):
+        path = tmp_path / "h.jsonl"
+        assert cli("export", "h", str(path), *history, "--store", rich_history).exit_code == 0
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:-2]))
+        line = assert_error(
+            cli("import", str(path), "--session", "cut", "--store", rich_history), 1, "incomplete"
+        )
+        assert "cut short" in line
+    with Ledger(rich_history) as ledger:
+        assert not ledger.exists("cut")
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "markdown"])
+def test_export_formats(store: str, tmp_path: Path, fmt: str) -> None:
+    result = cli("export", "chat", "-", "--format", fmt, "--store", store)
+    assert result.exit_code == 0, result.output
+    assert f"({fmt}) to stdout" in result.stderr
+    if fmt == "openai":
+        messages = json.loads(result.stdout)
+        assert [m.text for m in from_openai(messages)] == ["hello there", "hi!"]
+        path = tmp_path / "t.json"
+        path.write_text(result.stdout)
+        assert cli("import", str(path), "--session", "back", "--store", store).exit_code == 0
+    elif fmt == "anthropic":
+        body = json.loads(result.stdout)
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
+    else:
+        assert result.stdout.startswith("# chat\n") and "## assistant\n\nhi!" in result.stdout
+    assert_error(
+        cli("export", "chat", "x", "--format", fmt, "--history", "--store", store), 2, "--history"
+    )
+
+
+def test_markdown_keeps_a_result_with_backticks_inside_its_fence() -> None:
+    from agentledger.cli.formats import markdown
+    from agentledger.messages import TextBlock, ToolResultBlock
+
+    result = ToolResultBlock(id="c", name="sh", output=(TextBlock(text="```\nrm -rf\n````"),))
+    text = markdown("s", 1, [Msg("tool", [result])])
+    assert "`````\n```\nrm -rf\n````\n`````" in text
