@@ -13,11 +13,12 @@ Mapping:
   assistant message holding one ``ToolUseBlock`` (``call_id`` is the block id); a
   ``function_call_output`` is a tool message holding one ``ToolResultBlock`` (its name comes from
   the matching call); a ``reasoning`` item is an assistant message of ``ThinkingBlock`` s, one
-  per summary part (then one per ``reasoning_text`` part).
+  per summary part (then one per ``reasoning_text`` part). A call's argument text is kept byte
+  for byte (``ToolUseBlock.arguments``), so every string-arguments format sends it back as is.
 - The item ``id`` is the ``Msg.id``; an item without one gets a fresh id (``ids="given"``) or one
   derived from its position and content (``ids="derived"``), and is written back without one.
 - What has no field here (``type``, ``id``, ``status``, ``phase``, ``encrypted_content``,
-  ``namespace``, an argument string whose spelling JSON does not keep, any unknown key) is kept
+  ``namespace``, any unknown key) is kept
   verbatim in the private metadata key ``_responses`` of the message (for the item) or block
   (for a content part; see ``responses_parts``) and written back by ``to_responses`` only:
   being private, no other converter sends it, so OpenAI's encrypted reasoning never reaches
@@ -40,7 +41,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agentledger.errors import CodecError, UserError
+from agentledger.errors import AgentLedgerError, UserError
+from agentledger.messages.arguments import compact_json, is_raw
 from agentledger.messages.blocks import (
     Block,
     TextBlock,
@@ -53,13 +55,11 @@ from agentledger.messages.msg import Msg
 from agentledger.messages.values import thaw
 from agentledger.wire.openai import IdMode, from_live_list
 from agentledger.wire.private import (
-    RAW_ARGUMENTS_KEY,
     SOURCE_ROLE_KEY,
+    arguments_text,
     content_id,
-    dump_arguments,
     is_private,
     keep_unknown,
-    parse_arguments,
     require_fits,
 )
 from agentledger.wire.responses_parts import (
@@ -184,12 +184,7 @@ def _from_item(item: Mapping[str, Any], index: int, ids: IdMode, names: dict[str
         raise UserError(f"{where} is malformed: {exc!r}") from None
     extra = {k: v for k, v in item.items() if k not in known and not is_private(k)}
     call = content[0] if kind == _CALL else None
-    if (
-        isinstance(call, ToolUseBlock)
-        and dump_arguments(_key_sorted(call.input)) != item["arguments"]
-    ):
-        # a spelling the parsed input does not give back (spacing, escapes, number forms,
-        # duplicate keys, or key order, which a reload sorts): keep the model's text
+    if isinstance(call, ToolUseBlock) and _reload_respells(call):
         extra["arguments"] = item["arguments"]
     metadata[RESPONSES_EXTRA_KEY] = extra
     return Msg(role, content, id=msg_id, metadata=metadata, created_at=None)
@@ -224,21 +219,7 @@ def _call(item: Mapping[str, Any], where: str, names: dict[str, str]) -> ToolUse
     if not all(isinstance(v, str) for v in (call_id, name, raw)) or not call_id:
         raise UserError(f"{where}: a function_call needs string call_id, name and arguments")
     names[call_id] = name
-    arguments = parse_arguments(raw)
-    try:
-        block = ToolUseBlock(id=call_id, name=name, input=arguments)
-    except CodecError:  # a value the codec cannot hold (an integer over 64 bits): keep the text
-        block = ToolUseBlock(id=call_id, name=name, input={RAW_ARGUMENTS_KEY: raw})
-    return block
-
-
-def _key_sorted(value: Any) -> Any:
-    """``value`` with every mapping's keys in sorted order, as a stored message reads back."""
-    if isinstance(value, Mapping):
-        return {k: _key_sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, (list, tuple)):
-        return [_key_sorted(v) for v in value]
-    return value
+    return ToolUseBlock(id=call_id, name=name, arguments=raw)  # the model's text, kept
 
 
 def _output(item: Mapping[str, Any], where: str, names: dict[str, str]) -> ToolResultBlock:
@@ -354,10 +335,33 @@ def _thinking_part(block: ThinkingBlock, kind: str) -> dict[str, Any]:
     return {"type": kind, **(extras_of(block.metadata) or {}), "text": block.thinking}
 
 
-def _call_fields(call: ToolUseBlock, kept: Any) -> dict[str, Any]:
-    arguments = dump_arguments(call.input)
-    if isinstance(kept, str) and parse_arguments(kept) == call.input:
-        arguments = kept  # the model's own spelling, for an unchanged input
+def _reload_respells(call: ToolUseBlock) -> bool:
+    """Whether the argument text would come back otherwise after a reload: compact JSON whose
+    keys are not sorted is not kept by ``ToolUseBlock`` (it equals ``input``'s compact JSON),
+    but a stored message reads its keys back sorted."""
+    return (
+        call.arguments is None
+        and not is_raw(call.input)
+        and (compact_json(call.input) != compact_json(_key_sorted(call.input)))
+    )
+
+
+def _key_sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _key_sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_key_sorted(v) for v in value]
+    return value
+
+
+def _call_fields(call: ToolUseBlock, kept: Any = None) -> dict[str, Any]:
+    arguments = arguments_text(call)
+    if isinstance(kept, str) and kept != arguments:
+        try:  # the model's spelling, while it still says what the call says
+            same = ToolUseBlock(id=call.id, name=call.name, arguments=kept).input == call.input
+        except AgentLedgerError:
+            same = False
+        arguments = kept if same else arguments
     return {"call_id": call.id, "name": call.name, "arguments": arguments}
 
 
@@ -415,5 +419,5 @@ def _items(msg: Msg) -> list[dict[str, Any]]:
     elif said or msg.role != "assistant":
         media = msg.role == "user"
         out.append({"role": _role(msg), "content": _content(msg, "input_text", media=media)})
-    out.extend({"type": _CALL, **_call_fields(call, None)} for call in msg.tool_calls)
+    out.extend({"type": _CALL, **_call_fields(call)} for call in msg.tool_calls)
     return out

@@ -61,17 +61,30 @@ def part_block(part: Any, where: str) -> Block:
     kind = part.get("type") if isinstance(part, Mapping) else None
     if kind not in _PAYLOAD_KEYS:
         raise UserError(f"{where}: unsupported content part {kind!r}")
-    extra = keep_unknown(part, _PAYLOAD_KEYS[kind], RESPONSES_EXTRA_KEY)
+    extra = keep_unknown(part, _mapped(kind, part), RESPONSES_EXTRA_KEY)
     extra.setdefault(RESPONSES_EXTRA_KEY, {})
     if kind in ("input_text", "output_text"):
         return TextBlock(text=_str(part, "text", where), metadata=extra)
     if kind == _REFUSAL:
         return TextBlock(text=_str(part, _REFUSAL, where), metadata={**extra, _REFUSAL: True})
     if kind == "input_image":
-        if "detail" in part:  # public, where the chat converter reads it too
+        if part.get("detail") is not None:  # public, where the chat converter reads it too
             extra["detail"] = part["detail"]
         return _image(part, extra, where)
     return _file(part, extra, where)
+
+
+def _mapped(kind: str, part: Mapping[str, Any]) -> frozenset[str]:
+    """The keys of ``part`` that become block fields; any other (a second source, a null) is
+    kept verbatim."""
+    if kind == "input_image":
+        source = "file_id" if part.get("file_id") else "image_url"
+        return frozenset((source, "detail") if part.get("detail") is not None else (source,))
+    if kind == "input_file":
+        source = next((k for k in ("file_id", "file_url") if part.get(k)), "file_data")
+        named = isinstance(part.get("filename"), str)
+        return frozenset((source, "filename") if named else (source,))
+    return _PAYLOAD_KEYS[kind]
 
 
 def _str(part: Mapping[str, Any], key: str, where: str) -> str:
