@@ -53,6 +53,7 @@ from agentledger.messages.blocks import (
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
 from agentledger.messages.values import thaw
+from agentledger.wire.media import media_note
 from agentledger.wire.openai import IdMode, from_live_list
 from agentledger.wire.private import (
     SOURCE_ROLE_KEY,
@@ -396,8 +397,8 @@ def _parts(
         if isinstance(block, TextBlock) or media:
             parts.append(block_part(block, text_type, image_detail=image_detail))
         else:
-            text = f"[{type(block).__name__} omitted: Responses takes media in user messages]"
-            parts.append(block_part(TextBlock(text=text), text_type, image_detail=False))
+            note = media_note(block, "Responses takes media in user messages only")
+            parts.append(block_part(TextBlock(text=note), text_type, image_detail=False))
     return parts
 
 

@@ -14,24 +14,20 @@ a round trip never changes a payload.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import mimetypes
 from collections.abc import Mapping
 from typing import Any
 
 from agentledger.errors import UserError
 from agentledger.messages.blocks import (
-    AudioBlock,
     Block,
     FileBlock,
     ImageBlock,
     TextBlock,
-    VideoBlock,
 )
 from agentledger.messages.values import thaw
-from agentledger.wire.openai import data_url, parse_data_url
-from agentledger.wire.private import PROVIDER_FILE_KEY, block_type, keep_unknown
+from agentledger.wire.media import b64decode, data_url, default_filename, media_note, parse_data_url
+from agentledger.wire.private import PROVIDER_FILE_KEY, keep_unknown
 
 __all__ = ["RESPONSES_EXTRA_KEY", "block_part", "extras_of", "part_block"]
 
@@ -150,9 +146,9 @@ def _canonical_data_url(url: str) -> tuple[str, bytes] | None:
 
 def _b64(text: str, where: str) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise UserError(f"{where}: invalid base64 file_data: {exc}") from None
+        return b64decode(text)
+    except UserError as exc:
+        raise UserError(f"{where}: file_data: {exc}") from None
 
 
 # -- block -> part ------------------------------------------------------------------------------
@@ -206,7 +202,7 @@ def _file_part(block: FileBlock, extra: dict[str, Any] | None) -> dict[str, Any]
             part["file_data"] = data_url(block.media_type, block.data)
     filename = block.filename
     if filename is None and extra is None:  # the API wants a name with inline data
-        filename = "file" + (mimetypes.guess_extension(block.media_type) or "")
+        filename = default_filename(block)
     if filename is not None:
         part["filename"] = filename
     return part
@@ -221,10 +217,4 @@ def _decodes_to(kept: str, block: FileBlock) -> bool:
 
 
 def _note(block: Block) -> dict[str, Any]:
-    assert isinstance(block, (AudioBlock, VideoBlock, ImageBlock, FileBlock))
-    where = f" at {block.url}" if block.url and PROVIDER_FILE_KEY not in block.metadata else ""
-    why = "not supported in Responses-API input"
-    return {
-        "type": "input_text",
-        "text": f"[{block_type(block)} ({block.media_type}){where} omitted: {why}]",
-    }
+    return {"type": "input_text", "text": media_note(block, "not supported in Responses input")}
