@@ -210,6 +210,10 @@ def _json(value: Any) -> Any:
 _sdk_items = st.one_of([st.from_type(member) for member in get_args(ResponseInputItemParam)])
 
 
+# ``object`` fields draw any Python value, and Hypothesis warns when it describes such a draw
+@pytest.mark.filterwarnings(
+    "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning"
+)
 @given(st.lists(_sdk_items, max_size=4))
 @settings(suppress_health_check=list(HealthCheck))
 def test_every_kind_the_sdk_defines_round_trips_or_is_refused(given_items: list[Any]) -> None:

@@ -305,7 +305,7 @@ def _fits(kind: Any, msg: Msg) -> bool:
 
 def _own_item(kind: str, msg: Msg, extra: dict[str, Any]) -> dict[str, Any]:
     item = dict(extra)
-    if "id" in item:
+    if isinstance(item.get("id"), str):  # an item that had an id (a null id stays null)
         item["id"] = msg.id
     if kind == _MESSAGE:
         item["role"] = _role(msg)
