@@ -82,7 +82,9 @@ def _run_process(
         "budget": plan.budget,
         "tail_cap": plan.tail_cap,
     }
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}
+    # the main interpreter measures the agentledger of this checkout, whatever is installed
+    path = [str(ROOT), str(ROOT / "src")] if spec.interpreter == "main" else [str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONHASHSEED": "0"}
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
     proc = subprocess.Popen(

@@ -56,6 +56,22 @@ def test_a_system_runs_every_scenario_in_its_own_process(system: str, tmp_path: 
         assert got["reload"]["read_all_seconds"] is None
 
 
+def test_ledger_session_runs_like_sqlite_session(tmp_path: Path) -> None:
+    """LedgerSession, driven through the Agents SDK protocol on the SDK's own items: every
+    scenario runs, edits and ids survive a reload, an unchanged ``set_items`` writes nothing."""
+    pytest.importorskip("agents")
+    got = _run_child("openai-agents-ledger", tmp_path)
+    protocol = _run_child("openai-agents-ledger-protocol", tmp_path)
+    for run in (got, protocol):
+        assert run["grow"]["complete"] and run["grow"]["turns_done"] == TURNS
+        for scenario in ("edit", "reload"):
+            assert run[scenario]["count_ok"] and run[scenario]["edit_ok"]
+            # the SDK's user messages and tool outputs have no id field: half the ids
+            assert run[scenario]["ids_kept"] == 2 * TURNS
+    assert got["noop"]["applicable"] and got["noop"]["store_bytes_delta"] == 0
+    assert not protocol["noop"]["applicable"]
+
+
 def _result(**scenarios: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {12000: {"status": "ok", "scenarios": scenarios}}
 

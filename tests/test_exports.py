@@ -13,6 +13,7 @@ MODULES = [
     "agentledger.agent",
     "agentledger.context",
     "agentledger.errors",
+    "agentledger.integrations.openai_agents",
     "agentledger.integrations.pydantic_ai",
     "agentledger.messages",
     "agentledger.store",

@@ -79,6 +79,22 @@ SYSTEMS: list[SystemSpec] = [
         distribution="openai-agents",
     ),
     SystemSpec(
+        "openai-agents-ledger",
+        "LedgerSession (agentledger sqlite://)",
+        "openai_agents_ledger",
+        "LedgerAgents",
+        "main",
+        {"edit": "set_items"},
+    ),
+    SystemSpec(
+        "openai-agents-ledger-protocol",
+        "LedgerSession, protocol calls only",
+        "openai_agents_ledger",
+        "LedgerAgents",
+        "main",
+        {"edit": "protocol"},
+    ),
+    SystemSpec(
         "langgraph",
         "LangGraph SqliteSaver",
         "langgraph_",

@@ -145,6 +145,8 @@ def test_wire_all_lists_exactly_the_public_names() -> None:
         "media",
         "openai",
         "private",
+        "responses",
+        "responses_parts",
         "tool_ids",
     }  # ``validate`` is the function
     assert public - submodules == set(wire.__all__)

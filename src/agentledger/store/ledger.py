@@ -367,7 +367,7 @@ class Ledger:
                     raise UserError(
                         f"save() takes Msg objects, got {type(msg).__name__} at position "
                         f"{position} of list {name!r}; use Ledger.sync() to persist "
-                        "OpenAI-format dicts"
+                        "OpenAI chat dicts or Responses items"
                     )
 
     def _plan(
@@ -514,7 +514,8 @@ class Ledger:
         name: str = CONTEXT,
         tenant: str | None = None,
     ) -> SaveReport:
-        """Persist a caller-owned live list (``Msg`` or OpenAI chat dicts) by content diff.
+        """Persist a caller-owned live list (``Msg``, OpenAI chat dicts or Responses-API items,
+        mixed freely) by content diff.
 
         Nothing is decided by object identity and the caller's objects are never changed, so a
         list that drops, rebuilds or recycles message objects is still saved exactly.

@@ -38,17 +38,19 @@ __all__ = [
 
 
 def as_messages(items: Sequence[Msg | Mapping[str, Any]]) -> list[Msg]:
-    """Messages for a live list of ``Msg`` and/or OpenAI chat dicts, without mutating them.
+    """Messages for a live list of ``Msg``, OpenAI chat dicts and/or Responses-API items,
+    without mutating them.
 
-    Dicts get deterministic ids from their position and content (``wire.openai.derived_id``),
-    so the same list converts to equal messages every time and only real changes get written;
-    a list that mixes dicts and ``Msg`` converts its dicts exactly as an all-dict list would.
+    Dicts get deterministic ids from their position and content (``wire.openai.derived_id``;
+    an item's own ``id`` when it has one), so the same list converts to equal messages every
+    time and only real changes get written; a list that mixes formats converts each dict
+    exactly as a list of that dict's format alone would.
     """
     if all(isinstance(m, Msg) for m in items):
         return list(items)  # type: ignore[arg-type]
-    from agentledger.wire.openai import from_live_list
+    from agentledger.wire.responses import from_live_items
 
-    return from_live_list(items)
+    return from_live_items(items)
 
 
 def _record(kind: str, **fields: Any) -> bytes:

@@ -3,6 +3,8 @@
 - ``to_openai`` / ``from_openai``: OpenAI chat-completions message dicts.
 - ``to_anthropic`` / ``from_anthropic``: the Anthropic Messages API ``system`` + ``messages``.
 - ``to_agui`` / ``from_agui``: AG-UI 1.0 messages (camelCase dicts).
+- ``to_responses`` / ``from_responses``: OpenAI Responses-API input and output items (what the
+  OpenAI Agents SDK stores), every key kept.
 - ``validate`` / ``check`` / ``repair``: find, refuse or explicitly fix histories that strict
   providers reject (unanswered tool calls, orphan or duplicate results, empty messages).
 - ``ToolIds``: tool-call ids mapped per provider (Anthropic's id pattern, OpenAI's 40
@@ -31,6 +33,7 @@ from agentledger.wire.repair import (
     RepairReport,
     repair,
 )
+from agentledger.wire.responses import from_responses, to_responses
 from agentledger.wire.tool_ids import ToolIds, wire_tool_id
 from agentledger.wire.validate import (
     Finding,
@@ -54,6 +57,7 @@ __all__ = [
     "from_agui",
     "from_anthropic",
     "from_openai",
+    "from_responses",
     "is_private",
     "public_metadata",
     "reasoning_message_id",
@@ -63,6 +67,7 @@ __all__ = [
     "to_agui_models",
     "to_anthropic",
     "to_openai",
+    "to_responses",
     "tool_message_id",
     "validate",
     "wire_tool_id",

@@ -1,0 +1,251 @@
+"""``LedgerSession``: an OpenAI Agents SDK session kept in a ledger.
+
+The SDK (``openai-agents``) keeps a conversation as a list of Responses-API items and asks a
+``Session`` for four things: ``get_items(limit)``, ``add_items``, ``pop_item`` and
+``clear_session``. ``LedgerSession`` answers them from a ``Ledger`` (or an ``AsyncLedger``'s),
+one message per item (``wire.responses``), so:
+
+- every item comes back as it went in, key for key: message, call and reasoning ids,
+  ``call_id`` s, ``encrypted_content``, the model's argument strings, item kinds this code does
+  not know;
+- ``add_items`` goes through the ledger's incremental save: it writes only the new rows, however
+  long the session is;
+- ``pop_item`` and ``clear_session`` commit a new version rather than delete: what they remove
+  stays readable with ``ledger.load(session_id, version=v)`` (and ``ledger.history``) until the
+  session's history is purged;
+- several sessions, processes or hosts may share one session id: each change is planned against
+  the version it read and re-applied to a newer one if another writer committed first.
+
+Every call runs in a worker thread, so the event loop never waits on the store; a call whose
+caller is cancelled still finishes its commit, and the session's view follows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from agentledger._optional import require
+from agentledger.errors import ConflictError
+from agentledger.messages import Msg
+from agentledger.store.aio import AsyncLedger
+from agentledger.store.ledger import Ledger
+from agentledger.store.state import CONTEXT
+from agentledger.wire.responses import RESPONSES_EXTRA_KEY, from_responses, to_responses
+
+__all__ = ["LedgerSession"]
+
+_T = TypeVar("_T")
+_sorted_json = msgspec.json.Encoder(order="sorted")
+#: How often one change is re-planned after losing a race with another writer.
+_MAX_ATTEMPTS = 50
+
+
+class LedgerSession:
+    """An Agents SDK ``Session`` over a ledger (see the module docstring).
+
+    ``ledger`` is a ``Ledger``, an ``AsyncLedger`` or a store URL (``"sqlite:///chat.db"``; the
+    session then owns the ledger it opens and ``close()`` closes it). ``tenant`` defaults to the
+    ledger's; ``list_name`` is the session list that holds the items. ``session_settings`` is the
+    SDK's ``SessionSettings`` (or a dict of it); its ``limit`` applies when ``get_items`` is
+    given none.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        ledger: Ledger | AsyncLedger | str | None = None,
+        *,
+        tenant: str | None = None,
+        list_name: str = CONTEXT,
+        session_settings: Any = None,
+    ) -> None:
+        memory = require("agents.memory.session_settings", "openai-agents")
+        self._owns_ledger = not isinstance(ledger, (Ledger, AsyncLedger))
+        if isinstance(ledger, AsyncLedger):
+            ledger = ledger.sync
+        self.ledger: Ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+        self.tenant = self.ledger.key(session_id, tenant).tenant  # validates both ids
+        self.session_id = session_id
+        self.list_name = list_name
+        self.session_settings = (
+            None if session_settings is None else memory.coerce_session_settings(session_settings)
+        )
+        self._resolve_limit = memory.resolve_session_limit
+        self._lock = threading.Lock()
+        self._msgs: list[Msg] = []
+        # message digest -> hash of the item it was made from or written as, so ``set_items``
+        # recognises unchanged items without converting them (16 bytes an item)
+        self._hashes: dict[bytes, bytes] = {}
+        self._version = -1  # nothing read yet
+
+    # -- the Session protocol --------------------------------------------------------------
+    async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The session's items, oldest first; with ``limit``, only the latest ``limit``."""
+        limit = self._resolve_limit(limit, self.session_settings)
+        return await asyncio.to_thread(self._locked, lambda: self._tail(limit))
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append ``items`` (written as new rows only)."""
+        if not items:
+            return
+        items = list(items)
+
+        def append(msgs: list[Msg]) -> tuple[list[Msg], None]:
+            new = from_responses(items, ids="derived", start=len(msgs))
+            self._remember(new, items)
+            return msgs + new, None
+
+        await asyncio.to_thread(self._change, append)
+
+    async def pop_item(self) -> dict[str, Any] | None:
+        """Remove and return the latest item (None if there is none), as a new version."""
+        return await asyncio.to_thread(self._change, _pop)
+
+    async def clear_session(self) -> None:
+        """Empty the session, as a new version (earlier versions stay readable)."""
+        await asyncio.to_thread(self._change, lambda msgs: ([], None))
+
+    # -- beyond the protocol ---------------------------------------------------------------
+    async def set_items(self, items: list[Any]) -> None:
+        """Make the session hold exactly ``items``, writing only the items that changed.
+
+        The SDK's protocol can only append, pop and clear, so an edit in the middle of a
+        history (a shortened tool output, a redacted message) otherwise means clearing and
+        adding everything again. Items without an id keep the id ``add_items`` gave them as
+        long as they stay in the same place, edited or not (an item inserted or removed before
+        them moves them, and they are rewritten); what is replaced stays readable at the
+        previous version.
+        """
+        items = list(items)
+
+        def replace(msgs: list[Msg]) -> tuple[list[Msg], None]:
+            hashes = [_item_hash(item) for item in items]
+
+            def unchanged(i: int, item: Any) -> Msg | None:
+                same = i < len(msgs) and self._hashes.get(msgs[i].digest) == hashes[i]
+                return msgs[i] if same and hashes[i] is not None else None
+
+            new = from_responses(items, ids="derived", known=unchanged)
+            for i, (msg, old) in enumerate(zip(new, msgs, strict=False)):
+                if msg.id != old.id and _id_less(msg) and _id_less(old):
+                    new[i] = msg.replace(id=old.id)  # the item at that place, edited
+            self._remember(new, items, hashes)
+            return new, None
+
+        await asyncio.to_thread(self._change, replace)
+
+    # -- conveniences ----------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """The ledger version this session last read or wrote (0: nothing stored yet)."""
+        return max(self._version, 0)
+
+    def close(self) -> None:
+        """Close the ledger if this session opened it."""
+        if self._owns_ledger:
+            self.ledger.close()
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _locked(self, read: Callable[[], _T]) -> _T:
+        with self._lock:
+            self._refresh()
+            return read()
+
+    def _refresh(self) -> None:
+        """Re-read the list when another writer moved the session since we last saw it."""
+        version = self.ledger.version(self.session_id, tenant=self.tenant)
+        if version != self._version:
+            state = self.ledger.load(self.session_id, tenant=self.tenant)
+            self._msgs = list(state.lists.get(self.list_name, []))
+            self._version = state.version
+
+    def _remember(
+        self, msgs: list[Msg], items: list[Any], hashes: list[bytes | None] | None = None
+    ) -> None:
+        """Note which item each message was made from (see ``_hashes``)."""
+        digests = hashes if hashes is not None else map(_item_hash, items)
+        for msg, digest in zip(msgs, digests, strict=True):
+            if digest is not None:
+                self._hashes[msg.digest] = digest
+
+    def _tail(self, limit: int | None) -> list[dict[str, Any]]:
+        if limit is None:
+            items = to_responses(self._msgs)
+            if len(items) == len(self._msgs) and any(
+                m.digest not in self._hashes for m in self._msgs
+            ):
+                self._remember(self._msgs, items)
+            return items
+        if limit <= 0:
+            return []
+        items: list[dict[str, Any]] = []
+        for msg in reversed(self._msgs):  # a message from another format may give several
+            items[:0] = to_responses([msg])
+            if len(items) >= limit:
+                break
+        return items[-limit:]
+
+    def _change(self, change: Callable[[list[Msg]], tuple[list[Msg], _T]]) -> _T:
+        """Apply ``change`` to the current list and commit it at the version it was read at;
+        if another writer committed first, re-read and apply it again."""
+        with self._lock:
+            for _ in range(_MAX_ATTEMPTS):
+                self._refresh()
+                msgs, result = change(list(self._msgs))
+                try:
+                    report = self.ledger.save(
+                        self.session_id,
+                        msgs,
+                        name=self.list_name,
+                        tenant=self.tenant,
+                        expected_version=self._version,
+                    )
+                except ConflictError:
+                    self._version = -1
+                    continue
+                self._msgs, self._version = msgs, report.version
+                if len(self._hashes) > 2 * len(msgs) + 64:  # forget what the list let go
+                    live = {m.digest for m in msgs}
+                    self._hashes = {k: v for k, v in self._hashes.items() if k in live}
+                return result
+        raise ConflictError(
+            f"session {self.session_id!r} kept changing under this writer "
+            f"({_MAX_ATTEMPTS} attempts)"
+        )
+
+
+def _item_hash(item: Any) -> bytes | None:
+    """A hash of an item's JSON with sorted keys (None for a value JSON cannot hold)."""
+    try:
+        raw = _sorted_json.encode(item)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _id_less(msg: Msg) -> bool:
+    """Whether ``msg`` came from a Responses item that had no id of its own."""
+    extras = msg.metadata.get(RESPONSES_EXTRA_KEY)
+    return extras is not None and "id" not in extras
+
+
+def _pop(msgs: list[Msg]) -> tuple[list[Msg], dict[str, Any] | None]:
+    """The list without its latest item, and that item.
+
+    A message that gives several items (one written in another format) loses only its last
+    one; messages that give none (thinking from another provider), which ``get_items`` never
+    shows, go with the item before them.
+    """
+    while msgs:
+        items = to_responses(msgs[-1:])
+        if items:
+            rest = from_responses(items[:-1]) if len(items) > 1 else []
+            return msgs[:-1] + rest, items[-1]
+        msgs = msgs[:-1]
+    return msgs, None

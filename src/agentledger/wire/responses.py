@@ -1,0 +1,424 @@
+"""OpenAI Responses-API items ↔ ``Msg``.
+
+The Responses API (and the OpenAI Agents SDK, whose sessions store its items) keeps a
+conversation as a flat list of items: ``message``, ``function_call``, ``function_call_output``,
+``reasoning`` and some thirty tool-specific kinds. ``from_responses`` reads them, ``to_responses``
+writes them, and a list read and written back is the list it was, key for key, string for
+string (``encrypted_content``, argument strings, annotations, ids).
+
+Mapping:
+
+- One ``Msg`` per item, so position ``i`` of the items is message ``i``: a ``message`` keeps its
+  role (``developer`` reads as ``system``, as in ``from_openai``); a ``function_call`` is an
+  assistant message holding one ``ToolUseBlock`` (``call_id`` is the block id); a
+  ``function_call_output`` is a tool message holding one ``ToolResultBlock`` (its name comes from
+  the matching call); a ``reasoning`` item is an assistant message of ``ThinkingBlock`` s, one
+  per summary part (then one per ``reasoning_text`` part). A call's argument text is kept byte
+  for byte (``ToolUseBlock.arguments``), so every string-arguments format sends it back as is.
+- The item ``id`` is the ``Msg.id``; an item without one gets a fresh id (``ids="given"``) or one
+  derived from its position and content (``ids="derived"``), and is written back without one.
+- What has no field here (``type``, ``id``, ``status``, ``phase``, ``encrypted_content``,
+  ``namespace``, any unknown key) is kept
+  verbatim in the private metadata key ``_responses`` of the message (for the item) or block
+  (for a content part; see ``responses_parts``) and written back by ``to_responses`` only:
+  being private, no other converter sends it, so OpenAI's encrypted reasoning never reaches
+  another provider.
+- Every other item kind (``web_search_call``, ``computer_call``, ``mcp_call``, ``compaction``,
+  ``item_reference``, kinds newer than this code ...) is kept whole, verbatim, as a message with
+  no content and the item under the private key ``_responses_item``; it is written back as it
+  was and never sent to another provider.
+- Messages from other formats are written in the plainest valid form: text as an input message,
+  each tool call as a ``function_call``, each result as a ``function_call_output``; their
+  thinking is not written (a reasoning item must be OpenAI's own), audio and video become a
+  short text note, and ``is_error`` and ``name`` have no place.
+
+``from_live_items`` converts a ``sync()`` list that mixes ``Msg``, chat-completions dicts and
+Responses items: a dict with a top-level ``type`` (or with Responses content parts) is an item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from agentledger.errors import AgentLedgerError, UserError
+from agentledger.messages.arguments import compact_json, is_raw
+from agentledger.messages.blocks import (
+    Block,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from agentledger.messages.ids import new_id
+from agentledger.messages.msg import Msg
+from agentledger.messages.values import thaw
+from agentledger.wire.media import media_note
+from agentledger.wire.openai import IdMode, from_live_list
+from agentledger.wire.private import (
+    SOURCE_ROLE_KEY,
+    arguments_text,
+    content_id,
+    is_private,
+    keep_unknown,
+    require_fits,
+)
+from agentledger.wire.responses_parts import (
+    RESPONSES_EXTRA_KEY,
+    block_part,
+    extras_of,
+    part_block,
+)
+
+__all__ = [
+    "RESPONSES_EXTRA_KEY",
+    "RESPONSES_ITEM_KEY",
+    "from_live_items",
+    "from_responses",
+    "is_responses_item",
+    "to_responses",
+]
+
+RESPONSES_ITEM_KEY = "_responses_item"
+"""``Msg.metadata`` key holding a Responses item of a kind not mapped to blocks, verbatim."""
+
+_MESSAGE, _CALL, _OUTPUT, _REASONING = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+)
+_ROLES = frozenset(("user", "system", "developer", "assistant"))
+_PART_TYPES = frozenset(("input_text", "input_image", "input_file", "output_text"))
+_USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_trigger"))
+
+
+# -- Responses -> Msg ---------------------------------------------------------------------------
+def from_responses(
+    items: Iterable[Mapping[str, Any]],
+    *,
+    ids: IdMode = "given",
+    start: int = 0,
+    known: Callable[[int, Mapping[str, Any]], Msg | None] | None = None,
+) -> list[Msg]:
+    """One ``Msg`` per Responses input or output item, in order; the items are only read.
+
+    An item without an id gets a fresh one (``ids="given"``) or, with ``ids="derived"``, one
+    derived from its position (``start`` for the first item: where the items go in a longer
+    list) and its content, so the same item at the same place always gets the same id.
+    ``known(position, item)`` may return the message an equal item was already converted to,
+    which is then used as is (re-converting a long, mostly unchanged history costs only the
+    changed items).
+    """
+    if ids not in ("given", "derived"):
+        raise UserError(f'ids must be "given" or "derived", got {ids!r}')
+    names: dict[str, str] = {}
+    out = []
+    for index, item in enumerate(items, start):
+        if not isinstance(item, Mapping):
+            raise UserError(f"item {index} is a {type(item).__name__}, not a mapping")
+        msg = known(index, item) if known is not None else None
+        if msg is None:
+            msg = _from_item(item, index, ids, names)
+        elif item.get("type") == _CALL and isinstance(item.get("call_id"), str):
+            names[item["call_id"]] = str(item.get("name") or "")  # to name its result
+        out.append(msg)
+    return out
+
+
+def is_responses_item(d: Mapping[str, Any]) -> bool:
+    """Whether a dict is a Responses item rather than a chat-completions message: it has a
+    top-level ``type``, is a bare ``{"id": ...}`` item reference, or has content parts only
+    Responses uses."""
+    if "type" in d or d.keys() == {"id"}:
+        return True
+    content = d.get("content")
+    return isinstance(content, (list, tuple)) and any(
+        isinstance(p, Mapping) and p.get("type") in _PART_TYPES for p in content
+    )
+
+
+def from_live_items(items: Iterable[Msg | Mapping[str, Any]]) -> list[Msg]:
+    """A ``sync()`` list of ``Msg``, chat dicts and Responses items, converted as one list.
+
+    Items get ids derived from their position in the whole list; a tool result is named after
+    its call whichever format each is in.
+    """
+    names: dict[str, str] = {}
+    mixed: list[Any] = []
+    for index, x in enumerate(items):
+        if isinstance(x, Mapping) and is_responses_item(x):
+            x = _from_item(x, index, "derived", names)
+        elif isinstance(x, Msg):
+            names.update((call.id, call.name) for call in x.tool_calls)
+        elif isinstance(x, Mapping):
+            for call in x.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, Mapping) else None
+                if isinstance(function, Mapping) and isinstance(call.get("id"), str):
+                    names[call["id"]] = function.get("name") or ""
+        mixed.append(x)
+    return from_live_list(mixed)
+
+
+def _from_item(item: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, str]) -> Msg:
+    where = f"item {index}"
+    given = item.get("id")
+    kind = item.get("type", _MESSAGE if "role" in item else None)
+    if kind not in (_MESSAGE, _CALL, _OUTPUT, _REASONING):
+        return _opaque(item, index, ids)
+    if given is not None and (not isinstance(given, str) or not given):
+        raise UserError(f"{where}: id must be a non-empty string, got {given!r}")
+    msg_id = given or (content_id("rsp-", str(index), item) if ids == "derived" else new_id())
+    metadata: dict[str, Any] = {k: v for k, v in item.items() if is_private(k)}
+    try:
+        if kind == _MESSAGE:
+            role, content, known = _message(item, where, metadata)
+        elif kind == _CALL:
+            role, content, known = "assistant", [_call(item, where, names)], _CALL_KEYS
+        elif kind == _OUTPUT:
+            role, content, known = "tool", [_output(item, where, names)], _OUTPUT_KEYS
+        else:
+            role, content, known = "assistant", _reasoning(item, where), frozenset(("summary",))
+            if item.get("content"):
+                known |= {"content"}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{where} is malformed: {exc!r}") from None
+    extra = {k: v for k, v in item.items() if k not in known and not is_private(k)}
+    call = content[0] if kind == _CALL else None
+    if isinstance(call, ToolUseBlock) and _reload_respells(call):
+        extra["arguments"] = item["arguments"]
+    metadata[RESPONSES_EXTRA_KEY] = extra
+    return Msg(role, content, id=msg_id, metadata=metadata, created_at=None)
+
+
+_CALL_KEYS = frozenset(("call_id", "name", "arguments"))
+_OUTPUT_KEYS = frozenset(("call_id", "output"))
+
+
+def _message(
+    item: Mapping[str, Any], where: str, metadata: dict[str, Any]
+) -> tuple[str, list[Block], frozenset[str]]:
+    role = item.get("role")
+    if role not in _ROLES:
+        raise UserError(f"{where}: unsupported message role {role!r}")
+    if role == "developer":
+        role = "system"
+        metadata[SOURCE_ROLE_KEY] = "developer"
+    return role, _blocks(item.get("content"), where), frozenset(("role", "content"))
+
+
+def _blocks(content: Any, where: str) -> list[Block]:
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    if not isinstance(content, (list, tuple)):
+        raise UserError(f"{where}: content must be a string or a list of parts")
+    return [part_block(part, where) for part in content]
+
+
+def _call(item: Mapping[str, Any], where: str, names: dict[str, str]) -> ToolUseBlock:
+    call_id, name, raw = item["call_id"], item["name"], item["arguments"]
+    if not all(isinstance(v, str) for v in (call_id, name, raw)) or not call_id:
+        raise UserError(f"{where}: a function_call needs string call_id, name and arguments")
+    names[call_id] = name
+    return ToolUseBlock(id=call_id, name=name, arguments=raw)  # the model's text, kept
+
+
+def _output(item: Mapping[str, Any], where: str, names: dict[str, str]) -> ToolResultBlock:
+    call_id = item["call_id"]
+    if not isinstance(call_id, str) or not call_id:
+        raise UserError(f"{where}: a function_call_output needs a call_id")
+    name = item.get("name")
+    name = name if isinstance(name, str) and name else names.get(call_id, "")
+    output = _blocks(item["output"], where)
+    return ToolResultBlock(id=call_id, name=name, output=output)  # type: ignore[arg-type]
+
+
+def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
+    blocks: list[Block] = []
+    for field in ("summary", "content"):
+        parts = item.get(field) if field == "content" else item["summary"]
+        if field == "content" and not parts:
+            continue  # none, or an empty value kept verbatim with the item's other keys
+        if not isinstance(parts, (list, tuple)):
+            raise UserError(f"{where}: a reasoning item's {field} must be a list")
+        for part in parts:
+            if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
+                raise UserError(f"{where}: a reasoning {field} part needs a string text")
+            meta = keep_unknown(part, frozenset(("text",)), RESPONSES_EXTRA_KEY)
+            blocks.append(ThinkingBlock(thinking=part["text"], metadata=meta))
+    return blocks
+
+
+def _opaque(item: Mapping[str, Any], index: int, ids: IdMode) -> Msg:
+    kind = str(item.get("type", "item_reference"))
+    given = item.get("id")
+    usable = isinstance(given, str) and given and kind != "item_reference"
+    public = {k: v for k, v in item.items() if not is_private(k)}
+    msg_id = (
+        given
+        if usable
+        else (content_id("rsp-", str(index), item) if ids == "derived" else new_id())
+    )
+    metadata = {k: v for k, v in item.items() if is_private(k)}
+    metadata[RESPONSES_ITEM_KEY] = public
+    role = "user" if kind.endswith("_output") or kind in _USER_SIDE else "assistant"
+    return Msg(role, (), id=msg_id, metadata=metadata, created_at=None)  # type: ignore[arg-type]
+
+
+# -- Msg -> Responses ---------------------------------------------------------------------------
+def to_responses(msgs: Iterable[Msg]) -> list[dict[str, Any]]:
+    """Responses input items for ``msgs`` (new dicts). A message read by ``from_responses``
+    gives its item back; any other gives the items that say the same (see the module
+    docstring)."""
+    out: list[dict[str, Any]] = []
+    for msg in msgs:
+        for block in msg.content:
+            require_fits(msg, block)
+        kept = msg.metadata.get(RESPONSES_ITEM_KEY)
+        if kept is not None:
+            out.append(thaw(kept))
+            continue
+        extra = extras_of(msg.metadata)
+        kind = None if extra is None else extra.get("type", _MESSAGE)
+        if extra is not None and _fits(kind, msg):
+            out.append(_own_item(kind, msg, extra))
+        else:
+            out.extend(_items(msg))
+    return out
+
+
+def _fits(kind: Any, msg: Msg) -> bool:
+    """Whether ``msg`` still holds exactly what one item of ``kind`` holds."""
+    content = msg.content
+    if kind == _MESSAGE:
+        return msg.role != "tool" and not any(
+            isinstance(b, (ToolUseBlock, ThinkingBlock)) for b in content
+        )
+    if kind == _CALL:
+        return len(content) == 1 and isinstance(content[0], ToolUseBlock)
+    if kind == _OUTPUT:
+        return len(content) == 1 and isinstance(content[0], ToolResultBlock)
+    if kind == _REASONING:
+        return msg.role == "assistant" and all(isinstance(b, ThinkingBlock) for b in content)
+    return False
+
+
+def _own_item(kind: str, msg: Msg, extra: dict[str, Any]) -> dict[str, Any]:
+    item = dict(extra)
+    if isinstance(item.get("id"), str):  # an item that had an id (a null id stays null)
+        item["id"] = msg.id
+    if kind == _MESSAGE:
+        item["role"] = _role(msg)
+        output = msg.role == "assistant" and "status" in extra
+        item["content"] = _content(msg, "output_text" if output else "input_text", media=True)
+    elif kind == _CALL:
+        item.update(_call_fields(msg.content[0], extra.get("arguments")))  # type: ignore[arg-type]
+    elif kind == _OUTPUT:
+        result = msg.content[0]
+        assert isinstance(result, ToolResultBlock)
+        item.update(call_id=result.id, output=_output_value(result))
+        if "name" in item:
+            item["name"] = result.name
+    else:
+        thinking = [b for b in msg.content if isinstance(b, ThinkingBlock)]
+        item["summary"] = [_thinking_part(b, "summary_text") for b in thinking if not _is_text(b)]
+        content = [_thinking_part(b, "reasoning_text") for b in thinking if _is_text(b)]
+        if content:
+            item["content"] = content
+    return item
+
+
+def _is_text(block: ThinkingBlock) -> bool:
+    return (extras_of(block.metadata) or {}).get("type") == "reasoning_text"
+
+
+def _thinking_part(block: ThinkingBlock, kind: str) -> dict[str, Any]:
+    return {"type": kind, **(extras_of(block.metadata) or {}), "text": block.thinking}
+
+
+def _reload_respells(call: ToolUseBlock) -> bool:
+    """Whether the argument text would come back otherwise after a reload: compact JSON whose
+    keys are not sorted is not kept by ``ToolUseBlock`` (it equals ``input``'s compact JSON),
+    but a stored message reads its keys back sorted."""
+    return (
+        call.arguments is None
+        and not is_raw(call.input)
+        and (compact_json(call.input) != compact_json(_key_sorted(call.input)))
+    )
+
+
+def _key_sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _key_sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_key_sorted(v) for v in value]
+    return value
+
+
+def _call_fields(call: ToolUseBlock, kept: Any = None) -> dict[str, Any]:
+    arguments = arguments_text(call)
+    if isinstance(kept, str) and kept != arguments:
+        try:  # the model's spelling, while it still says what the call says
+            same = ToolUseBlock(id=call.id, name=call.name, arguments=kept).input == call.input
+        except AgentLedgerError:
+            same = False
+        arguments = kept if same else arguments
+    return {"call_id": call.id, "name": call.name, "arguments": arguments}
+
+
+def _role(msg: Msg) -> str:
+    if msg.role == "system" and msg.metadata.get(SOURCE_ROLE_KEY) == "developer":
+        return "developer"
+    return msg.role
+
+
+def _content(msg: Msg, text_type: str, *, media: bool) -> str | list[dict[str, Any]]:
+    blocks = [b for b in msg.content if not isinstance(b, (ToolUseBlock, ThinkingBlock))]
+    return _parts(blocks, text_type, media=media, image_detail=True)
+
+
+def _output_value(result: ToolResultBlock) -> str | list[dict[str, Any]]:
+    return _parts(list(result.output), "input_text", media=True, image_detail=False)
+
+
+def _parts(
+    blocks: list[Any], text_type: str, *, media: bool, image_detail: bool
+) -> str | list[dict[str, Any]]:
+    """A plain string for one text block that was not a list part, else a list of parts."""
+    if (
+        len(blocks) == 1
+        and isinstance(blocks[0], TextBlock)
+        and RESPONSES_EXTRA_KEY not in blocks[0].metadata
+        and blocks[0].metadata.get("refusal") is not True
+    ):
+        return blocks[0].text
+    parts = []
+    for block in blocks:
+        if isinstance(block, TextBlock) or media:
+            parts.append(block_part(block, text_type, image_detail=image_detail))
+        else:
+            note = media_note(block, "Responses takes media in user messages only")
+            parts.append(block_part(TextBlock(text=note), text_type, image_detail=False))
+    return parts
+
+
+def _items(msg: Msg) -> list[dict[str, Any]]:
+    """The items for a message that did not come from one Responses item."""
+    if msg.role == "tool":
+        return [
+            {"type": _OUTPUT, "call_id": r.id, "output": _output_value(r)} for r in msg.tool_results
+        ]
+    out: list[dict[str, Any]] = []
+    said = [b for b in msg.content if not isinstance(b, (ToolUseBlock, ThinkingBlock))]
+    if msg.role == "assistant" and any(b.metadata.get("refusal") is True for b in said):
+        # a refusal part exists only in an output message, which needs an id and a status
+        content = _parts(said, "output_text", media=False, image_detail=True)
+        out.append(
+            {"type": _MESSAGE, "id": msg.id, "status": "completed", "role": "assistant"}
+            | {"content": content}
+        )
+    elif said or msg.role != "assistant":
+        media = msg.role == "user"
+        out.append({"role": _role(msg), "content": _content(msg, "input_text", media=media)})
+    out.extend({"type": _CALL, **_call_fields(call)} for call in msg.tool_calls)
+    return out

@@ -1,0 +1,309 @@
+"""``LedgerSession`` run through the Agents SDK's own session tests, beside ``SQLiteSession``.
+
+The SDK's ``tests/memory/test_session.py`` and ``test_session_limit.py`` hard-code
+``SQLiteSession`` and import helpers that its wheel does not ship, so they cannot be imported;
+the tests below are those tests, adapted to run every session the same way (``session_kind``):
+the SDK's own ``SQLiteSession`` and ``LedgerSession`` on the SQLite, JSONL and memory backends.
+A test that fails for one kind and not the other is a difference from the SDK's reference.
+Runs use the SDK's ``agents.testing.ScriptedModel`` (no network, no tracing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import (
+    Agent,
+    RunConfig,
+    Runner,
+    Session,
+    SessionSettings,
+    SQLiteSession,
+    set_tracing_disabled,
+)
+from agents.testing import ScriptedModel, assistant_message
+
+from agentledger import AsyncLedger, Ledger
+from agentledger.errors import MissingDependencyError
+from agentledger.integrations.openai_agents import LedgerSession
+
+MakeSession = Callable[..., Any]
+KINDS = ["sdk-sqlite", "ledger-sqlite", "ledger-jsonl", "ledger-memory"]
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing() -> Iterator[None]:
+    set_tracing_disabled(True)
+    yield
+
+
+@pytest.fixture(params=KINDS)
+def make_session(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeSession]:
+    """A factory of sessions of one kind, all sharing one store."""
+    kind = request.param
+    made: list[Any] = []
+    ledger = None
+    if kind == "ledger-sqlite":
+        ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    elif kind == "ledger-jsonl":
+        ledger = Ledger(f"jsonl:///{tmp_path / 'jsonl'}")
+    elif kind == "ledger-memory":
+        ledger = Ledger("memory://")
+
+    def make(session_id: str, **kw: Any) -> Any:
+        if ledger is None:
+            session = SQLiteSession(session_id, tmp_path / "sdk.db", **kw)
+        else:
+            session = LedgerSession(session_id, ledger, **kw)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        session.close()
+    if ledger is not None:
+        ledger.close()
+
+
+async def _run(runner_method: str, agent: Agent[Any], input_data: Any, **kwargs: Any) -> Any:
+    if runner_method == "run":
+        return await Runner.run(agent, input_data, **kwargs)
+    if runner_method == "run_sync":
+
+        def in_thread() -> Any:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            try:
+                return Runner.run_sync(agent, input_data, **kwargs)
+            finally:
+                loop.close()
+
+        return await asyncio.to_thread(in_thread)
+    result = Runner.run_streamed(agent, input_data, **kwargs)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+def _chat(*texts: str) -> list[Any]:
+    roles = ["user", "assistant"]
+    return [{"role": roles[i % 2], "content": t} for i, t in enumerate(texts)]
+
+
+def test_ledger_session_is_an_sdk_session(make_session: MakeSession) -> None:
+    assert isinstance(make_session("s"), Session)
+
+
+@pytest.mark.parametrize("runner_method", ["run", "run_sync", "run_streamed"])
+async def test_session_memory_basic_functionality(
+    make_session: MakeSession, runner_method: str
+) -> None:
+    session = make_session("test_session_123")
+    model = ScriptedModel()
+    agent = Agent(name="test", model=model)
+    model.enqueue([assistant_message("San Francisco")])
+    result = await _run(runner_method, agent, "Where is the Golden Gate?", session=session)
+    assert result.final_output == "San Francisco"
+    model.enqueue([assistant_message("California")])
+    result = await _run(runner_method, agent, "What state is it in?", session=session)
+    assert result.final_output == "California"
+    last_input = model.calls[-1].input
+    assert len(last_input) == 3  # the first turn, its answer and the new question
+    assert last_input[0]["content"] == "Where is the Golden Gate?"
+
+
+@pytest.mark.parametrize("runner_method", ["run", "run_streamed"])
+async def test_different_sessions_do_not_share_history(
+    make_session: MakeSession, runner_method: str
+) -> None:
+    model = ScriptedModel()
+    agent = Agent(name="test", model=model)
+    one, two = make_session("session_1"), make_session("session_2")
+    model.enqueue([assistant_message("I like cats")])
+    await _run(runner_method, agent, "I like cats", session=one)
+    model.enqueue([assistant_message("I like dogs")])
+    await _run(runner_method, agent, "I like dogs", session=two)
+    model.enqueue([assistant_message("You said cats")])
+    await _run(runner_method, agent, "What did I say?", session=one)
+    texts = [str(item.get("content")) for item in model.calls[-1].input]
+    assert any("cats" in t for t in texts) and not any("dogs" in t for t in texts)
+
+
+async def test_session_direct(make_session: MakeSession) -> None:
+    session = make_session("direct_test")
+    await session.add_items(_chat("Hello", "Hi there!"))
+    assert await session.get_items() == _chat("Hello", "Hi there!")
+    await session.clear_session()
+    assert await session.get_items() == []
+
+
+async def test_pop_item(make_session: MakeSession) -> None:
+    session = make_session("pop_test")
+    assert await session.pop_item() is None
+    await session.add_items(_chat("Hello", "Hi there!", "How are you?"))
+    assert await session.pop_item() == {"role": "user", "content": "How are you?"}
+    assert await session.get_items() == _chat("Hello", "Hi there!")
+    assert await session.pop_item() == {"role": "assistant", "content": "Hi there!"}
+    assert await session.pop_item() == {"role": "user", "content": "Hello"}
+    assert await session.pop_item() is None
+    assert await session.get_items() == []
+
+
+async def test_pop_affects_only_its_session(make_session: MakeSession) -> None:
+    one, two = make_session("pop_1"), make_session("pop_2")
+    await one.add_items(_chat("one"))
+    await two.add_items(_chat("two a", "two b"))
+    assert await one.pop_item() == {"role": "user", "content": "one"}
+    assert await one.get_items() == []
+    assert await two.get_items() == _chat("two a", "two b")
+
+
+async def test_get_items_with_limit(make_session: MakeSession) -> None:
+    session = make_session("count_test")
+    items = _chat("Message 1", "Response 1", "Message 2", "Response 2", "Message 3", "Response 3")
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert await session.get_items(limit=2) == items[-2:]
+    assert await session.get_items(limit=4) == items[-4:]
+    assert await session.get_items(limit=10) == items
+    assert await session.get_items(limit=0) == []
+
+
+async def test_session_settings_limit(make_session: MakeSession) -> None:
+    session = make_session("settings", session_settings=SessionSettings(limit=3))
+    items = _chat("a", "b", "c", "d", "e")
+    await session.add_items(items)
+    assert await session.get_items() == items[-3:]
+    assert await session.get_items(limit=1) == items[-1:]  # an explicit limit wins
+
+
+@pytest.mark.parametrize("runner_method", ["run", "run_streamed"])
+async def test_run_config_session_limit(make_session: MakeSession, runner_method: str) -> None:
+    session = make_session("limit_run")
+    await session.add_items(_chat("m1", "r1", "m2", "r2"))
+    model = ScriptedModel()
+    model.enqueue([assistant_message("done")])
+    config = RunConfig(session_settings=SessionSettings(limit=2))
+    await _run(
+        runner_method, Agent(name="t", model=model), "new", session=session, run_config=config
+    )
+    assert [i["content"] for i in model.calls[-1].input] == ["m2", "r2", "new"]
+
+
+@pytest.mark.parametrize("runner_method", ["run", "run_streamed"])
+async def test_list_input_is_appended(make_session: MakeSession, runner_method: str) -> None:
+    session = make_session("list_input")
+    model = ScriptedModel()
+    model.enqueue([assistant_message("first")])
+    await _run(runner_method, Agent(name="t", model=model), "Hi", session=session)
+    model.enqueue([assistant_message("second")])
+    await _run(runner_method, Agent(name="t", model=model), _chat("Again"), session=session)
+    contents = [i.get("content") for i in await session.get_items()]
+    assert contents[0] == "Hi" and contents[2] == "Again" and len(contents) == 4
+
+
+async def test_unicode_and_sql_looking_content(make_session: MakeSession) -> None:
+    session = make_session("unicode'; DROP TABLE agent_messages; --")
+    items = _chat("こんにちは 😀 \u00fc", "'; DROP TABLE agent_sessions; --", 'quote " \\ \n\t')
+    await session.add_items(items)
+    assert await session.get_items() == items
+
+
+async def test_concurrent_writers_on_one_session(make_session: MakeSession) -> None:
+    a, b = make_session("shared"), make_session("shared")
+    await asyncio.gather(*(s.add_items(_chat(f"{n}")) for n in range(10) for s in (a, b)))
+    items = await a.get_items()
+    assert sorted(int(i["content"]) for i in items) == sorted(list(range(10)) * 2)
+    assert await b.get_items() == items
+
+
+# -- what only the ledger does ------------------------------------------------------------------
+async def test_pop_and_clear_are_new_versions(tmp_path: Path) -> None:
+    with Ledger(f"sqlite:///{tmp_path / 'v.db'}") as ledger:
+        session = LedgerSession("v", ledger)
+        await session.add_items(_chat("a", "b"))
+        await session.pop_item()
+        await session.clear_session()
+        assert session.version == 3
+        assert [m.text for m in ledger.messages("v", version=1)] == ["a", "b"]
+        assert [m.text for m in ledger.messages("v", version=2)] == ["a"]
+        assert ledger.messages("v") == []
+
+
+async def test_appends_write_only_the_new_rows() -> None:
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("grow", ledger)
+        for n in range(20):
+            await session.add_items(_chat(f"turn {n}", f"answer {n}"))
+        before = ledger.history("grow")[-1]
+        await session.add_items(_chat("last"))
+        after = ledger.history("grow")[-1]
+        assert after.version == before.version + 1
+        assert (after.appended, after.replaced, after.truncated) == (1, 0, 0)
+
+
+async def test_async_ledger_and_url_are_accepted(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    async with AsyncLedger(url) as ledger:
+        await LedgerSession("s", ledger).add_items(_chat("hi"))
+    owned = LedgerSession("s", url)
+    assert await owned.get_items() == _chat("hi")
+    owned.close()
+
+
+def test_missing_sdk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "agents.memory.session_settings", None)
+    with pytest.raises(MissingDependencyError, match=r"agentledger\[openai-agents\]"):
+        LedgerSession("s", "memory://")
+
+
+async def test_set_items_writes_only_the_changed_item() -> None:
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("edit", ledger)
+        items = _chat(*(f"message {n}" for n in range(40)))
+        items[11] = {"type": "function_call_output", "call_id": "c", "output": "long " * 100}
+        await session.add_items(items[:20])
+        await session.add_items(items[20:])
+        ids = [m.id for m in ledger.messages("edit")]
+        edited = [*items[:11], {**items[11], "output": "short"}, *items[12:]]
+        await session.set_items(edited)
+        last = ledger.history("edit")[-1]
+        assert (last.appended, last.replaced, last.truncated) == (0, 1, 0)
+        assert await session.get_items() == edited
+        assert [m.id for m in ledger.messages("edit")] == ids  # ids kept, the edited one too
+        assert (
+            ledger.messages("edit", version=last.version - 1)[11]
+            .tool_results[0]
+            .text.startswith("long")
+        )
+
+
+@pytest.mark.parametrize("warm", [True, False])
+async def test_set_items_across_a_tool_call(warm: bool) -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "grep", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "many lines"}
+    items = [*_chat("find it"), call, output, *_chat("found")]
+    with Ledger("memory://") as ledger:
+        writer = LedgerSession("t", ledger)
+        await writer.add_items(items)
+        # the session that added the items knows them; a fresh one converts everything
+        fresh = writer if warm else LedgerSession("t", ledger)
+        edited = [*items[:2], {**output, "output": "1 line"}, items[3]]
+        await fresh.set_items(edited)
+        last = ledger.history("t")[-1]
+        assert (last.appended, last.replaced, last.truncated) == (0, 1, 0)
+        result = ledger.messages("t")[2].tool_results[0]
+        assert (result.name, result.text) == ("grep", "1 line")  # named after its call
+        await fresh.set_items(edited)  # unchanged: nothing written
+        assert ledger.history("t")[-1].version == last.version
+        await fresh.set_items(edited[:2])  # shorter: a truncation, items still exact
+        assert await LedgerSession("t", ledger).get_items() == edited[:2]
