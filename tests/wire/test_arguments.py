@@ -30,6 +30,8 @@ SAMPLES = [
     '{"a": 1, "a": 2}',
     '{"b": 1, "a": 2}',
     '{"a":1}',
+    '{"b":1,"a":2}',  # compact, keys unsorted: a stored map reads back sorted
+    '{"a":{"z":1,"y":[{"d":0,"c":1}]}}',
     '{"a": tru',
     "",
     "[1, 2]",

@@ -8,7 +8,8 @@ before and after a reload. ``ToolUseBlock.arguments`` keeps the text; ``ToolUseB
 always ``input_of(arguments)``, derived here, so the two can never disagree. When the text is
 exactly ``compact_json(input)`` (what most servers send, and what a block built from ``input``
 is sent as) it is not kept twice: ``arguments`` is ``None`` and the text is rebuilt from
-``input``, byte for byte; so converting a block to text and back gives the same block.
+``input``, byte for byte; so converting a block to text and back gives the same block. Its keys
+are sorted, as a stored map reads back: text whose keys are in another order is kept.
 
 ``input_of`` gives the JSON object the text holds when a ``FrozenMap`` can hold it exactly.
 Otherwise (invalid or truncated JSON, not an object, integers past 64 bits, ``NaN``, nesting past
@@ -103,13 +104,15 @@ def kept_text(text: str, derived: FrozenMap) -> str | None:
     return None if compact_json(derived) == text else text
 
 
-_encoder = msgspec.json.Encoder()
-_frozen_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
+# Keys sorted: the order a stored map reads back in, so the text is the same after a reload.
+_encoder = msgspec.json.Encoder(order="sorted")
+_frozen_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook, order="sorted")
 
 
 def compact_json(arguments: Mapping[str, Any]) -> str:
-    """Compact JSON text for a tool input (keys in order, UTF-8 unescaped); the verbatim text
-    for the raw marker."""
+    """Compact JSON text for a tool input (keys sorted, UTF-8 unescaped): the same text before
+    and after a reload, which reads a map back with its keys sorted; the verbatim text for the
+    raw marker."""
     if is_raw(arguments):
         raw: str = arguments[RAW_ARGUMENTS_KEY]
         return raw

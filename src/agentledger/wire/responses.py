@@ -41,8 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agentledger.errors import AgentLedgerError, UserError
-from agentledger.messages.arguments import compact_json, is_raw
+from agentledger.errors import UserError
 from agentledger.messages.blocks import (
     Block,
     TextBlock,
@@ -184,9 +183,6 @@ def _from_item(item: Mapping[str, Any], index: int, ids: IdMode, names: dict[str
     except (KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"{where} is malformed: {exc!r}") from None
     extra = {k: v for k, v in item.items() if k not in known and not is_private(k)}
-    call = content[0] if kind == _CALL else None
-    if isinstance(call, ToolUseBlock) and _reload_respells(call):
-        extra["arguments"] = item["arguments"]
     metadata[RESPONSES_EXTRA_KEY] = extra
     return Msg(role, content, id=msg_id, metadata=metadata, created_at=None)
 
@@ -312,7 +308,7 @@ def _own_item(kind: str, msg: Msg, extra: dict[str, Any]) -> dict[str, Any]:
         output = msg.role == "assistant" and "status" in extra
         item["content"] = _content(msg, "output_text" if output else "input_text", media=True)
     elif kind == _CALL:
-        item.update(_call_fields(msg.content[0], extra.get("arguments")))  # type: ignore[arg-type]
+        item.update(_call_fields(msg.content[0]))  # type: ignore[arg-type]
     elif kind == _OUTPUT:
         result = msg.content[0]
         assert isinstance(result, ToolResultBlock)
@@ -336,34 +332,8 @@ def _thinking_part(block: ThinkingBlock, kind: str) -> dict[str, Any]:
     return {"type": kind, **(extras_of(block.metadata) or {}), "text": block.thinking}
 
 
-def _reload_respells(call: ToolUseBlock) -> bool:
-    """Whether the argument text would come back otherwise after a reload: compact JSON whose
-    keys are not sorted is not kept by ``ToolUseBlock`` (it equals ``input``'s compact JSON),
-    but a stored message reads its keys back sorted."""
-    return (
-        call.arguments is None
-        and not is_raw(call.input)
-        and (compact_json(call.input) != compact_json(_key_sorted(call.input)))
-    )
-
-
-def _key_sorted(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _key_sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, (list, tuple)):
-        return [_key_sorted(v) for v in value]
-    return value
-
-
-def _call_fields(call: ToolUseBlock, kept: Any = None) -> dict[str, Any]:
-    arguments = arguments_text(call)
-    if isinstance(kept, str) and kept != arguments:
-        try:  # the model's spelling, while it still says what the call says
-            same = ToolUseBlock(id=call.id, name=call.name, arguments=kept).input == call.input
-        except AgentLedgerError:
-            same = False
-        arguments = kept if same else arguments
-    return {"call_id": call.id, "name": call.name, "arguments": arguments}
+def _call_fields(call: ToolUseBlock) -> dict[str, Any]:
+    return {"call_id": call.id, "name": call.name, "arguments": arguments_text(call)}
 
 
 def _role(msg: Msg) -> str:
