@@ -76,10 +76,8 @@ def test_output_shape_is_plain_chat_completions(history: list[Msg]) -> None:
 
 def test_tool_only_assistant_has_null_content_and_thinking_only_has_empty() -> None:
     call = ToolUseBlock(id="c", name="f")
-    d_call, d_think = to_openai(
-        [Msg.assistant(call, created_at=None), Msg.assistant(ThinkingBlock(thinking="t"))],
-        reasoning=True,
-    )
+    (d_call,) = to_openai([Msg.assistant(call, created_at=None)])
+    (d_think,) = to_openai([Msg.assistant(ThinkingBlock(thinking="t"))], reasoning=True)
     assert d_call["content"] is None
     assert d_think == {"role": "assistant", "content": "", "reasoning_content": "t"}
 

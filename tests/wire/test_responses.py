@@ -414,3 +414,40 @@ def test_sync_takes_responses_items_and_mixed_lists() -> None:
         assert ledger.messages("t")[1].tool_results[0] == ToolResultBlock(
             id="c1", name="weather", output="x"
         )
+
+
+def test_parallel_calls_held_one_per_item_are_one_turn_for_every_provider() -> None:
+    """The Responses API holds each call of a turn as an item of its own, so a history has
+    consecutive assistant messages before the results: one turn for validation, and one
+    message when sent to Chat Completions or Anthropic."""
+    from agentledger.wire import check, repair, to_anthropic, validate
+
+    def call(n: str) -> dict[str, Any]:
+        args = json.dumps({"city": n})
+        return {"type": "function_call", "call_id": f"c_{n}", "name": "w", "arguments": args}
+
+    items = [
+        {"role": "user", "content": "Paris and Oslo?"},
+        call("Paris"),
+        call("Oslo"),
+        {"type": "function_call_output", "call_id": "c_Paris", "output": "rain"},
+        {"type": "function_call_output", "call_id": "c_Oslo", "output": "snow"},
+        {"role": "assistant", "content": "Rain, then snow."},
+    ]
+    msgs = from_responses(items)
+    for target in ("strict", "openai", "anthropic"):
+        check(msgs, target=target)
+    assert not repair(msgs).changes
+    sent = to_openai(msgs)
+    assert [d["role"] for d in sent] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ["c_Paris", "c_Oslo"]
+    _, turns = to_anthropic(msgs)
+    assert [b["type"] for b in turns[1]["content"]] == ["tool_use", "tool_use"]
+    # a late result is still one: a user message between the calls ends the turn
+    late = [msgs[0], msgs[1], Msg.user("wait"), *msgs[2:]]
+    assert any(f.kind.value == "late_result" for f in validate(late, target="openai"))
+
+
+def test_a_null_name_on_a_call_output_stays_null() -> None:
+    item = {"type": "function_call_output", "call_id": "0", "output": [], "name": None}
+    assert to_responses(from_responses([item])) == [item]

@@ -128,11 +128,31 @@ def to_openai(
         raise UserError(f"reasoning must be a bool or a source tag, got {reasoning!r}")
     ids = ToolIds("openai") if tool_ids is None else tool_ids
     out: list[dict[str, Any]] = []
-    for msg in msgs:
+    for msg in _turns(msgs):
         if msg.role == "tool":
             out.extend(_tool_dicts(msg, include_ids, ids))
         else:
             out.append(_message_dict(msg, include_ids, reasoning, ids))
+    return out
+
+
+def _turns(msgs: Iterable[Msg]) -> list[Msg]:
+    """``msgs`` with each run of consecutive assistant messages that calls tools before its last
+    message merged into one (the first one's id and fields): Chat Completions wants a call's
+    results right after the message that calls it, and a Responses-API history holds one call
+    per item. Other runs stay as they are, so a plain history converts message for message."""
+    out: list[Msg] = []
+    run: list[Msg] = []
+    for msg in [*msgs, None]:
+        if msg is not None and msg.role == "assistant":
+            run.append(msg)
+            continue
+        if len(run) > 1 and any(m.tool_calls for m in run[:-1]):
+            run = [run[0].replace(content=tuple(b for m in run for b in m.content))]
+        out.extend(run)
+        run = []
+        if msg is not None:
+            out.append(msg)
     return out
 
 

@@ -194,7 +194,9 @@ class _Repair:
         window: set[str] = set()
         for i, msg in enumerate(self.msgs):
             if msg.role == "assistant":
-                window = {
+                if i == 0 or self.msgs[i - 1].role != "assistant":
+                    window = set()  # consecutive assistant messages are one turn (``validate``)
+                window |= {
                     b.id
                     for j, b in enumerate(msg.content)
                     if isinstance(b, ToolUseBlock) and (i, j) not in self.dup_calls

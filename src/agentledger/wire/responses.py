@@ -313,7 +313,7 @@ def _own_item(kind: str, msg: Msg, extra: dict[str, Any]) -> dict[str, Any]:
         result = msg.content[0]
         assert isinstance(result, ToolResultBlock)
         item.update(call_id=result.id, output=_output_value(result))
-        if "name" in item:
+        if isinstance(item.get("name"), str):  # a null name stays null
             item["name"] = result.name
     else:
         thinking = [b for b in msg.content if isinstance(b, ThinkingBlock)]

@@ -16,6 +16,8 @@ Rules, by ``target``:
   (``empty_tool_message``, ``misplaced_block``);
 - ``strict``, ``openai``, ``anthropic``: the results for an assistant turn's calls follow that
   turn directly, before any other user, assistant or system message (``late_result``);
+  consecutive assistant messages count as one turn (a Responses-API history holds one call per
+  item), which ``to_openai`` and ``to_anthropic`` send as one message;
 - ``anthropic``: the first non-system message that sends anything (blank user text is not
   sent) is a user message, and system messages come before the conversation (the API has one
   system prompt) (``bad_role_order``); ``repair`` fixes both with ``target="anthropic"``.
@@ -137,7 +139,8 @@ class _Validator:
             if msg.role == "assistant":
                 if is_empty_assistant(msg):
                     self.add(FindingKind.EMPTY_ASSISTANT, i, None, "assistant message is empty")
-                self.window = set()
+                if i == 0 or self.msgs[i - 1].role != "assistant":
+                    self.window = set()  # consecutive assistant messages are one turn
                 for call in msg.tool_calls:
                     if call.id in seen_calls:
                         what = f"tool call id {call.id!r} was already used"
