@@ -3,6 +3,9 @@
 A writer killed at a random moment must leave a store that opens and loads exactly some
 committed version, never a mix; two processes racing with ``expected_version`` must each either
 win a version or get a conflict, and no committed message may be lost.
+
+``AGENTLEDGER_KILLS`` sets the number of SIGKILLs per backend (default 50; the full reliability
+run, ``python -m reliability``, sets 200).
 """
 
 from __future__ import annotations
@@ -12,16 +15,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from reliability import knob, record
 
 from agentledger.store import Ledger
 from tests.store.procs import SESSION, check_replanned, expected_list, run_children, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
+
+
+KILLS = knob("AGENTLEDGER_KILLS", 50)
 
 
 def _backends() -> list[str]:
@@ -32,11 +40,41 @@ def _backends() -> list[str]:
     return found
 
 
+@contextmanager
+def store_url(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A URL for a fresh store of ``kind``: ``jsonl``, ``sqlite`` or ``postgres`` (a
+    throwaway schema on the test server; skipped, or under CI failed, without one)."""
+    if kind == "jsonl":
+        yield f"jsonl:///{tmp_path / 'sessions'}"
+    elif kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'state.db'}"
+    else:
+        from tests.store import pg  # psycopg only when Postgres is tested
+
+        server = pg.require_server()
+        with pg.fresh_schema(server) as schema:
+            sep = "&" if "?" in server else "?"
+            yield f"{server}{sep}schema={schema}"
+
+
+#: Every persistent backend, for the crash tests (test_postgres.py has its own contention tests).
+PERSISTENT = [*_backends(), pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
 @pytest.fixture(params=_backends())
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return f"jsonl:///{tmp_path / 'sessions'}"
-    return f"sqlite:///{tmp_path / 'state.db'}"
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with store_url(request.param, tmp_path) as found:
+        yield found
+
+
+@pytest.fixture(params=PERSISTENT)
+def crash_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with store_url(request.param, tmp_path) as found:
+        yield found
+
+
+def _backend(url: str) -> str:
+    return url.split(":", 1)[0].replace("postgresql", "postgres")
 
 
 def _wait_for_progress(url: str, above: int, deadline: float) -> None:
@@ -50,10 +88,11 @@ def _wait_for_progress(url: str, above: int, deadline: float) -> None:
             time.sleep(0.02)
 
 
-def test_sigkill_mid_save_leaves_a_committed_version(url: str) -> None:
+def test_sigkill_mid_save_leaves_a_committed_version(crash_url: str) -> None:
+    url = crash_url
     rng = random.Random(7)
     seen = 0
-    kills = 50
+    kills = KILLS
     for _ in range(kills):
         child = spawn("crash", url)
         try:
@@ -75,6 +114,14 @@ def test_sigkill_mid_save_leaves_a_committed_version(url: str) -> None:
                 f"version {state.version} loaded a mix of versions"
             )
             seen = state.version
+    print(f"\n{kills} kills, {seen} versions committed, every reopen a committed version")
+    record(
+        "crash",
+        "SIGKILL mid-save, one writer",
+        backend=_backend(url),
+        kills=kills,
+        versions_committed=seen,
+    )
     assert seen > kills  # the writer made progress between kills
 
 
@@ -87,6 +134,15 @@ def test_contending_writers_lose_nothing(url: str, writers: int) -> None:
     assert won == list(range(1, writers * count + 1)), "each version is won by exactly one writer"
     for r in results:
         assert r["attempts"] == count + r["conflicts"]  # every failed attempt was reported
+    record(
+        "contention",
+        "processes with expected_version, one session",
+        backend=_backend(url),
+        writers=writers,
+        commits=len(won),
+        conflicts=sum(r["conflicts"] for r in results),
+        attempts=sum(r["attempts"] for r in results),
+    )
     with Ledger(url) as ledger:
         final = ledger.messages("contended")
         assert sorted(m.id for m in final) == sorted(
@@ -102,6 +158,14 @@ def test_eight_writers_without_expected_version_lose_no_acknowledged_commit(url:
     each one's version holds exactly what its writer saved (later ones may replace it)."""
     names = [f"w{i}" for i in range(8)]
     check_replanned(url, run_children("replan", url, names, 40), writers=8, count=40)
+    record(
+        "contention",
+        "processes without expected_version, one session",
+        backend=_backend(url),
+        writers=8,
+        commits=320,
+        acknowledged_commits_checked=320,
+    )
 
 
 def test_helpers_have_backends() -> None:
@@ -133,6 +197,13 @@ def test_run_lease_holds_across_processes_and_dies_with_its_holder(url: str) -> 
             holder.wait(timeout=10)
             with ledger.lease("leased", wait=5):  # the OS released the dead holder's lock
                 pass
+        record(
+            "contention",
+            "run lease across processes, holder SIGKILLed",
+            backend=_backend(url),
+            busy_refusals=1,
+            released_by_kill=1,
+        )
     finally:
         if holder.poll() is None:
             holder.kill()
