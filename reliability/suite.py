@@ -34,6 +34,7 @@ AREAS = (
         "never older, never a mix) and the next save works.",
         (
             _PROCESSES + "test_sigkill_mid_save_leaves_a_committed_version",
+            _PROCESSES + "test_sigkill_of_concurrent_writers_leaves_committed_versions",
             "tests/agent/test_crash.py",
         ),
     ),
@@ -101,6 +102,7 @@ MODES: dict[str, dict[str, str]] = {
     "full": {
         "AGENTLEDGER_FUZZ": "long",
         "AGENTLEDGER_KILLS": "200",
+        "AGENTLEDGER_CONCURRENT_KILLS": "200",
         "AGENTLEDGER_AGENT_KILLS": "100",
         "AGENTLEDGER_PG_FAULT_SAVES": "400",
         "AGENTLEDGER_CONTENTION_SAVES": "100",

@@ -1,6 +1,8 @@
 """Child-process workloads for the crash and concurrency tests (``python -m tests.store.procs``).
 
-``crash URL``: save ``expected_list(v)`` for v = 1, 2, 3 ... forever (until killed).
+``crash URL [SESSION]``: save ``expected_list(v)`` for v = 1, 2, 3 ... forever (until killed),
+with ``expected_version``; after a conflict (another writer saved v first) it reloads and goes on,
+so several writers on one session still commit exactly ``expected_list(v)`` as version v.
 ``contend URL NAME COUNT``: append COUNT messages to one session with ``expected_version``,
 retrying on conflict; print one JSON line with the versions won and the conflicts seen.
 ``replan URL NAME COUNT``: COUNT times, load the session "replanned", add a message and save
@@ -76,11 +78,15 @@ def run_children(command: str, url: str, names: list[str], count: int) -> list[d
     return results
 
 
-def crash(url: str) -> None:
+def crash(url: str, session: str = SESSION) -> None:
     ledger = Ledger(url)
-    version = ledger.version(SESSION)
+    version = ledger.version(session)
     while True:
-        report = ledger.save(SESSION, expected_list(version + 1), expected_version=version)
+        try:
+            report = ledger.save(session, expected_list(version + 1), expected_version=version)
+        except ConflictError:
+            version = ledger.version(session)
+            continue
         version = report.version
 
 
@@ -136,7 +142,7 @@ def check_replanned(url: str, results: list[dict[str, Any]], writers: int, count
 if __name__ == "__main__":
     command, url, *rest = sys.argv[1:]
     if command == "crash":
-        crash(url)
+        crash(url, *rest)
     elif command == "contend":
         contend(url, rest[0], int(rest[1]))
     elif command == "replan":

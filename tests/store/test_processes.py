@@ -4,8 +4,9 @@ A writer killed at a random moment must leave a store that opens and loads exact
 committed version, never a mix; two processes racing with ``expected_version`` must each either
 win a version or get a conflict, and no committed message may be lost.
 
-``AGENTLEDGER_KILLS`` sets the number of SIGKILLs per backend (default 50; the full reliability
-run, ``python -m reliability``, sets 200).
+``AGENTLEDGER_KILLS`` sets the number of SIGKILLs of the lone writer per backend (default 50),
+``AGENTLEDGER_CONCURRENT_KILLS`` those of the concurrent writers (default 12); the full
+reliability run, ``python -m reliability``, sets 200 each.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.slow
 
 
 KILLS = knob("AGENTLEDGER_KILLS", 50)
+CONCURRENT_KILLS = knob("AGENTLEDGER_CONCURRENT_KILLS", 12)
 
 
 def _backends() -> list[str]:
@@ -77,15 +79,29 @@ def _backend(url: str) -> str:
     return url.split(":", 1)[0].replace("postgresql", "postgres")
 
 
-def _wait_for_progress(url: str, above: int, deadline: float) -> None:
+def _wait_for_progress(
+    url: str, above: int, deadline: float, sessions: tuple[str, ...] = (SESSION,)
+) -> None:
     # One ledger for the whole wait: a JSONL store then reads only what the writer appended
     # since its last look. A fresh one per poll would replay the whole log every 20 ms, and a
     # slow replay lets the writer grow the log further (the log keeps every version).
     with Ledger(url) as ledger:
         while time.monotonic() < deadline:
-            if ledger.version(SESSION) > above:
+            if all(ledger.version(s) > above for s in sessions):
                 return
             time.sleep(0.02)
+
+
+def _kill(child: subprocess.Popen[str]) -> None:
+    try:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()  # type: ignore[union-attr]
+        child.stderr.close()  # type: ignore[union-attr]
 
 
 def test_sigkill_mid_save_leaves_a_committed_version(crash_url: str) -> None:
@@ -99,14 +115,8 @@ def test_sigkill_mid_save_leaves_a_committed_version(crash_url: str) -> None:
             # let it commit at least once more, then kill it at a random moment
             _wait_for_progress(url, seen, time.monotonic() + 20)
             time.sleep(rng.uniform(0, 0.05))
-            child.send_signal(signal.SIGKILL)
-            child.wait(timeout=10)
         finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-            child.stdout.close()  # type: ignore[union-attr]
-            child.stderr.close()  # type: ignore[union-attr]
+            _kill(child)
         with Ledger(url) as ledger:
             state = ledger.load(SESSION)
             assert state.version >= seen, "a committed version was lost"
@@ -123,6 +133,45 @@ def test_sigkill_mid_save_leaves_a_committed_version(crash_url: str) -> None:
         versions_committed=seen,
     )
     assert seen > kills  # the writer made progress between kills
+
+
+def test_sigkill_of_concurrent_writers_leaves_committed_versions(crash_url: str) -> None:
+    """Four writers, two on each of two sessions (so they also conflict), killed one by one at
+    random moments: each session loads a committed version no older than before, never a mix,
+    and the survivors and the next writers go on saving."""
+    url, rng = crash_url, random.Random(11)
+    sessions = ("crash-a", "crash-b")
+    seen = dict.fromkeys(sessions, 0)
+    rounds = max(1, CONCURRENT_KILLS // 4)
+    for _ in range(rounds):
+        children = [spawn("crash", url, sessions[i % 2]) for i in range(4)]
+        try:
+            _wait_for_progress(url, min(seen.values()), time.monotonic() + 30, sessions)
+            for child in children:
+                time.sleep(rng.uniform(0, 0.03))
+                _kill(child)
+        finally:
+            for child in children:
+                if child.stdout is not None and not child.stdout.closed:
+                    _kill(child)
+        with Ledger(url) as ledger:
+            for session in sessions:
+                state = ledger.load(session)
+                assert state.version >= seen[session], f"{session}: a committed version was lost"
+                assert state.context == expected_list(state.version), (
+                    f"{session}: version {state.version} loaded a mix of versions"
+                )
+                seen[session] = state.version
+    kills = rounds * 4
+    print(f"\n{kills} kills of 4 concurrent writers, versions committed {seen}")
+    record(
+        "crash",
+        "SIGKILL mid-save, 4 concurrent writers on 2 sessions",
+        backend=_backend(url),
+        kills=kills,
+        versions_committed=sum(seen.values()),
+    )
+    assert all(v > rounds for v in seen.values())  # every session made progress
 
 
 @pytest.mark.parametrize("writers", [2, 4])
