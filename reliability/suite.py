@@ -35,6 +35,7 @@ AREAS = (
         (
             _PROCESSES + "test_sigkill_mid_save_leaves_a_committed_version",
             _PROCESSES + "test_sigkill_of_concurrent_writers_leaves_committed_versions",
+            "tests/store/test_crash_ops.py",
             "tests/agent/test_crash.py",
         ),
     ),
@@ -103,6 +104,7 @@ MODES: dict[str, dict[str, str]] = {
         "AGENTLEDGER_FUZZ": "long",
         "AGENTLEDGER_KILLS": "200",
         "AGENTLEDGER_CONCURRENT_KILLS": "200",
+        "AGENTLEDGER_OPS_KILLS": "200",
         "AGENTLEDGER_AGENT_KILLS": "100",
         "AGENTLEDGER_PG_FAULT_SAVES": "400",
         "AGENTLEDGER_CONTENTION_SAVES": "100",

@@ -17,13 +17,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from reliability import knob, record
 
 from agentledger.store import Ledger
+from tests.store.backends import backend_of, store_url
 from tests.store.procs import SESSION, check_replanned, expected_list, run_children, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,41 +42,10 @@ def _backends() -> list[str]:
     return found
 
 
-@contextmanager
-def store_url(kind: str, tmp_path: Path) -> Iterator[str]:
-    """A URL for a fresh store of ``kind``: ``jsonl``, ``sqlite`` or ``postgres`` (a
-    throwaway schema on the test server; skipped, or under CI failed, without one)."""
-    if kind == "jsonl":
-        yield f"jsonl:///{tmp_path / 'sessions'}"
-    elif kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'state.db'}"
-    else:
-        from tests.store import pg  # psycopg only when Postgres is tested
-
-        server = pg.require_server()
-        with pg.fresh_schema(server) as schema:
-            sep = "&" if "?" in server else "?"
-            yield f"{server}{sep}schema={schema}"
-
-
-#: Every persistent backend, for the crash tests (test_postgres.py has its own contention tests).
-PERSISTENT = [*_backends(), pytest.param("postgres", marks=pytest.mark.postgres)]
-
-
 @pytest.fixture(params=_backends())
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with store_url(request.param, tmp_path) as found:
         yield found
-
-
-@pytest.fixture(params=PERSISTENT)
-def crash_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    with store_url(request.param, tmp_path) as found:
-        yield found
-
-
-def _backend(url: str) -> str:
-    return url.split(":", 1)[0].replace("postgresql", "postgres")
 
 
 def _wait_for_progress(
@@ -104,8 +73,8 @@ def _kill(child: subprocess.Popen[str]) -> None:
         child.stderr.close()  # type: ignore[union-attr]
 
 
-def test_sigkill_mid_save_leaves_a_committed_version(crash_url: str) -> None:
-    url = crash_url
+def test_sigkill_mid_save_leaves_a_committed_version(persistent_url: str) -> None:
+    url = persistent_url
     rng = random.Random(7)
     seen = 0
     kills = KILLS
@@ -128,18 +97,18 @@ def test_sigkill_mid_save_leaves_a_committed_version(crash_url: str) -> None:
     record(
         "crash",
         "SIGKILL mid-save, one writer",
-        backend=_backend(url),
+        backend=backend_of(url),
         kills=kills,
         versions_committed=seen,
     )
     assert seen > kills  # the writer made progress between kills
 
 
-def test_sigkill_of_concurrent_writers_leaves_committed_versions(crash_url: str) -> None:
+def test_sigkill_of_concurrent_writers_leaves_committed_versions(persistent_url: str) -> None:
     """Four writers, two on each of two sessions (so they also conflict), killed one by one at
     random moments: each session loads a committed version no older than before, never a mix,
     and the survivors and the next writers go on saving."""
-    url, rng = crash_url, random.Random(11)
+    url, rng = persistent_url, random.Random(11)
     sessions = ("crash-a", "crash-b")
     seen = dict.fromkeys(sessions, 0)
     rounds = max(1, CONCURRENT_KILLS // 4)
@@ -167,7 +136,7 @@ def test_sigkill_of_concurrent_writers_leaves_committed_versions(crash_url: str)
     record(
         "crash",
         "SIGKILL mid-save, 4 concurrent writers on 2 sessions",
-        backend=_backend(url),
+        backend=backend_of(url),
         kills=kills,
         versions_committed=sum(seen.values()),
     )
@@ -186,7 +155,7 @@ def test_contending_writers_lose_nothing(url: str, writers: int) -> None:
     record(
         "contention",
         "processes with expected_version, one session",
-        backend=_backend(url),
+        backend=backend_of(url),
         writers=writers,
         commits=len(won),
         conflicts=sum(r["conflicts"] for r in results),
@@ -210,7 +179,7 @@ def test_eight_writers_without_expected_version_lose_no_acknowledged_commit(url:
     record(
         "contention",
         "processes without expected_version, one session",
-        backend=_backend(url),
+        backend=backend_of(url),
         writers=8,
         commits=320,
         acknowledged_commits_checked=320,
@@ -249,7 +218,7 @@ def test_run_lease_holds_across_processes_and_dies_with_its_holder(url: str) -> 
         record(
             "contention",
             "run lease across processes, holder SIGKILLed",
-            backend=_backend(url),
+            backend=backend_of(url),
             busy_refusals=1,
             released_by_kill=1,
         )
