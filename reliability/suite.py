@@ -81,6 +81,7 @@ AREAS = (
             _POSTGRES + "test_four_processes_contending_for_one_session_lose_nothing",
             _POSTGRES + "test_eight_processes_without_expected_version_lose_no_acknowledged_commit",
             _POSTGRES + "test_lease_is_exclusive_across_processes_and_sigkill_frees_it",
+            "tests/store/test_contention.py",
         ),
     ),
     Area(

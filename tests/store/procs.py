@@ -111,7 +111,9 @@ def contend(url: str, name: str, count: int) -> None:
     print(json.dumps({"won": won, "conflicts": conflicts, "attempts": attempts}))
 
 
-def replan(url: str, name: str, count: int) -> None:
+def replan_saves(url: str, name: str, count: int) -> dict[str, Any]:
+    """The ``replan`` workload (also run in threads): each acknowledged version with the ids
+    saved in it, and the error that stopped it, if any."""
     saved: list[tuple[int, list[str]]] = []
     error = None
     with Ledger(url) as ledger:
@@ -120,9 +122,13 @@ def replan(url: str, name: str, count: int) -> None:
                 msgs = ledger.messages(REPLANNED)
                 msgs.append(Msg.user(f"{name}-{k}", id=f"{name}-{k}", created_at=None))
                 saved.append((ledger.save(REPLANNED, msgs).version, [m.id for m in msgs]))
-        except Exception as exc:  # reported to the parent, which fails the test with it
+        except Exception as exc:  # reported to the caller, which fails the test with it
             error = f"{type(exc).__name__}: {exc}"
-    print(json.dumps({"saved": saved, "error": error}))
+    return {"saved": saved, "error": error}
+
+
+def replan(url: str, name: str, count: int) -> None:
+    print(json.dumps(replan_saves(url, name, count)))
 
 
 def check_replanned(url: str, results: list[dict[str, Any]], writers: int, count: int) -> None:
