@@ -114,6 +114,9 @@ def _area(area: Area, run: Run, outcomes: dict[str, Outcome]) -> list[str]:
     counts["failed"] += sum(o.outcome == "error" for o in mine)
     out = [f"## {area.title}", "", area.claim, ""]
     out += [", ".join(f"{n} {k}" for k, n in counts.items()) + f" ({len(mine)} tests).", ""]
+    kills = _kills_by_backend(records)
+    if kills:
+        out += ["SIGKILLs by backend: " + ", ".join(f"{b} {n:,}" for b, n in kills.items()), ""]
     out += _figures(records, outcomes)
     recorded = {r.get("node") for r in records}
     plain = [o for o in mine if o.node not in recorded]
@@ -125,6 +128,31 @@ def _area(area: Area, run: Run, outcomes: dict[str, Outcome]) -> list[str]:
         )
         out.append("")
     return out
+
+
+def _kills_by_backend(records: list[dict[str, Any]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for rec in records:
+        figures = rec["figures"]
+        if isinstance(figures.get("kills"), int):
+            backend = str(figures.get("backend", "?"))
+            totals[backend] = totals.get(backend, 0) + figures["kills"]
+    return totals
+
+
+def _summary(run: Run) -> list[str]:
+    """One row per area: how many tests, how they ended, how long they took."""
+    rows = []
+    for area in AREAS:
+        mine = [o for o in run.outcomes if area_of(o.node) == area.name]
+        if mine:
+            ended = [sum(o.outcome in kinds for o in mine) for kinds in _KINDS]
+            seconds = sum(o.seconds for o in mine)
+            rows.append([area.title, str(len(mine)), *map(str, ended), f"{seconds / 60:.1f}"])
+    return [*_table(["area", "tests", "passed", "failed", "skipped", "minutes"], rows), ""]
+
+
+_KINDS = (("passed",), FAILED, ("skipped",))
 
 
 def _result(o: Outcome) -> str:
@@ -146,6 +174,7 @@ def render(run: Run) -> str:
         f"in {run.seconds / 60:.1f} minutes. Rerun it to check these figures on your machine; "
         "each figure comes from a test in `tests/`, named in the lists below or by its title.",
         "",
+        *_summary(run),
     ]
     if run.failed:
         out += ["## Failures", ""]

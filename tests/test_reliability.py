@@ -47,6 +47,8 @@ def test_a_report_shows_each_figure_with_its_result_the_machine_and_the_command(
     assert "| backend | kills | outcomes | result |" in text
     assert "| jsonl | 1,200 | exact: 3 | passed |" in text
     assert "`python -m reliability --quick` (quick mode) on 2026-12-03 14:00 UTC" in text
+    assert "SIGKILLs by backend: jsonl 1,200" in text
+    assert "| Crash: SIGKILL at random points | 1 | 1 | 0 | 0 | 0.2 |" in text  # the summary
     assert "| cpu | test cpu |" in text and "| load_average | 1, 0.5, 0.25 |" in text
 
 
