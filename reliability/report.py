@@ -122,12 +122,24 @@ def _area(area: Area, run: Run, outcomes: dict[str, Outcome]) -> list[str]:
     plain = [o for o in mine if o.node not in recorded]
     if plain:
         out += ["Tests without figures (the check is the test):", ""]
-        out += _table(
-            ["test", "result", "seconds"],
-            [[f"`{o.node}`", _result(o), f"{o.seconds:.1f}"] for o in plain],
-        )
+        out += _table(["test", "cases", "result", "seconds"], _grouped(plain))
         out.append("")
     return out
+
+
+def _grouped(outcomes: list[Outcome]) -> list[list[str]]:
+    """One row per test function: its parametrized cases counted, failures and skips named."""
+    groups: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.node.split("[", 1)[0], []).append(o)
+    rows = []
+    for name, cases in groups.items():
+        bad = [o for o in cases if o.outcome != "passed"]
+        passed = len(cases) - len(bad)
+        result = "; ".join([*([f"{passed} passed"] if passed else []), *map(_result, bad)])
+        seconds = sum(o.seconds for o in cases)
+        rows.append([f"`{name}`", str(len(cases)), result, f"{seconds:.1f}"])
+    return rows
 
 
 def _kills_by_backend(records: list[dict[str, Any]]) -> dict[str, int]:

@@ -65,6 +65,10 @@ def test_a_failure_in_any_phase_fails_the_run_and_is_listed() -> None:
     ]
     run = _run(outcomes=outcomes)
     assert not run.ok and "**FAILED**" in render(run) and "## Failures" in render(run)
+    cases = [Outcome(f"{NODE}[{i}]") for i in range(3)] + [Outcome("tests/x.py::t[a]", "failed")]
+    text = render(_run(outcomes=cases, records=[]))
+    assert f"| `{NODE.split('[')[0]}` | 3 | 3 passed |" in text
+    assert "| `tests/x.py::t` | 1 | failed |" in text
     assert not _run(outcomes=[]).ok  # a run that tested nothing proves nothing
 
 
