@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from reliability import record
 
 from agentledger.errors import CodecError, CorruptStoreError
 from agentledger.messages import (
@@ -318,6 +319,13 @@ def test_mutated_input_is_refused_typed_or_read_exactly(
     name: str, corpus: list[bytes], check: Callable[[bytes, bytes], str]
 ) -> None:
     seen, problems = _run(corpus, check, seed=sum(name.encode()))
+    record(
+        "hostile input",
+        f"mutated input to {name}",
+        inputs=COUNT,
+        outcomes=seen,
+        problems=len(problems),
+    )
     assert not problems, f"{name}: {len(problems)} problems, first: " + "\n".join(problems)
     assert seen["refused"] > COUNT // 4  # the mutations do reach the checks
     assert seen["accepted"] > 0  # and some meaning-preserving ones are read

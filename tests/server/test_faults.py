@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import httpx
+from reliability import record
 
 from agentledger.store.aio import AsyncLedger
 from agentledger.wire import check
@@ -22,8 +23,10 @@ async def test_a_model_failure_is_a_run_error_with_the_users_message_stored(
     assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "model_error"
     assert [d["id"] for d in snapshot(events)] == ["u0"]
     assert [m.id for m in await ledger.messages("t")] == ["u0"]
+    first = events[-1]["type"]
     events = await run(client, "t", [*snapshot(events), user("u1", "again")])
     assert events[-1]["type"] == "RUN_FINISHED"
+    record("faults", "server: model failure", run_ended=first, next_run=events[-1]["type"])
 
 
 async def test_a_stream_broken_mid_answer_closes_what_it_started(
@@ -34,6 +37,12 @@ async def test_a_stream_broken_mid_answer_closes_what_it_started(
     assert "TEXT_MESSAGE_START" in types and types[-1] == "RUN_ERROR"
     assert types.index("TEXT_MESSAGE_END") < types.index("RUN_ERROR")
     check(await ledger.messages("t"), target="strict")
+    record(
+        "faults",
+        "server: model stream broken mid-answer",
+        run_ended=types[-1],
+        stored_messages_strictly_valid=True,
+    )
 
 
 async def test_a_tool_call_cut_off_mid_arguments_is_closed(client: Any, model: ModelServer) -> None:
@@ -82,4 +91,10 @@ async def test_a_client_disconnect_leaves_the_thread_persisted_and_usable(
     events = parse_frames(response.text)
     assert events[-1]["type"] == "RUN_FINISHED"
     assert [d["id"] for d in snapshot(events)][:3] == ["u0", stored[1].id, "u1"]
+    record(
+        "faults",
+        "server: client disconnect mid-stream",
+        words_streamed_and_kept=3,
+        next_run=events[-1]["type"],
+    )
     check(await ledger.messages("t"), target="strict")

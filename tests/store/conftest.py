@@ -1,4 +1,5 @@
-"""Fixtures shared by the ``jsonl://`` tests (``test_jsonl*.py``)."""
+"""Fixtures shared by the ``jsonl://`` tests (``test_jsonl*.py``), and ``persistent_url``: a
+fresh JSONL, SQLite or Postgres store for tests that open it from other processes or threads."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from agentledger.store import Ledger
 from agentledger.store.jsonl import JsonlStore
+from tests.store.backends import BACKENDS, store_url
 
 
 @pytest.fixture
@@ -29,3 +31,9 @@ def ledgers(root: Path) -> Iterator[Callable[..., Ledger]]:
     yield open_
     for ledger in opened:
         ledger.close()
+
+
+@pytest.fixture(params=BACKENDS[1:])
+def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with store_url(request.param, tmp_path) as found:
+        yield found

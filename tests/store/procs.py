@@ -1,6 +1,8 @@
 """Child-process workloads for the crash and concurrency tests (``python -m tests.store.procs``).
 
-``crash URL``: save ``expected_list(v)`` for v = 1, 2, 3 ... forever (until killed).
+``crash URL [SESSION]``: save ``expected_list(v)`` for v = 1, 2, 3 ... forever (until killed),
+with ``expected_version``; after a conflict (another writer saved v first) it reloads and goes on,
+so several writers on one session still commit exactly ``expected_list(v)`` as version v.
 ``contend URL NAME COUNT``: append COUNT messages to one session with ``expected_version``,
 retrying on conflict; print one JSON line with the versions won and the conflicts seen.
 ``replan URL NAME COUNT``: COUNT times, load the session "replanned", add a message and save
@@ -76,11 +78,15 @@ def run_children(command: str, url: str, names: list[str], count: int) -> list[d
     return results
 
 
-def crash(url: str) -> None:
+def crash(url: str, session: str = SESSION) -> None:
     ledger = Ledger(url)
-    version = ledger.version(SESSION)
+    version = ledger.version(session)
     while True:
-        report = ledger.save(SESSION, expected_list(version + 1), expected_version=version)
+        try:
+            report = ledger.save(session, expected_list(version + 1), expected_version=version)
+        except ConflictError:
+            version = ledger.version(session)
+            continue
         version = report.version
 
 
@@ -105,7 +111,9 @@ def contend(url: str, name: str, count: int) -> None:
     print(json.dumps({"won": won, "conflicts": conflicts, "attempts": attempts}))
 
 
-def replan(url: str, name: str, count: int) -> None:
+def replan_saves(url: str, name: str, count: int) -> dict[str, Any]:
+    """The ``replan`` workload (also run in threads): each acknowledged version with the ids
+    saved in it, and the error that stopped it, if any."""
     saved: list[tuple[int, list[str]]] = []
     error = None
     with Ledger(url) as ledger:
@@ -114,9 +122,13 @@ def replan(url: str, name: str, count: int) -> None:
                 msgs = ledger.messages(REPLANNED)
                 msgs.append(Msg.user(f"{name}-{k}", id=f"{name}-{k}", created_at=None))
                 saved.append((ledger.save(REPLANNED, msgs).version, [m.id for m in msgs]))
-        except Exception as exc:  # reported to the parent, which fails the test with it
+        except Exception as exc:  # reported to the caller, which fails the test with it
             error = f"{type(exc).__name__}: {exc}"
-    print(json.dumps({"saved": saved, "error": error}))
+    return {"saved": saved, "error": error}
+
+
+def replan(url: str, name: str, count: int) -> None:
+    print(json.dumps(replan_saves(url, name, count)))
 
 
 def check_replanned(url: str, results: list[dict[str, Any]], writers: int, count: int) -> None:
@@ -136,7 +148,7 @@ def check_replanned(url: str, results: list[dict[str, Any]], writers: int, count
 if __name__ == "__main__":
     command, url, *rest = sys.argv[1:]
     if command == "crash":
-        crash(url)
+        crash(url, *rest)
     elif command == "contend":
         contend(url, rest[0], int(rest[1]))
     elif command == "replan":

@@ -20,6 +20,8 @@ import os
 import random
 from collections import Counter
 
+from reliability import record
+
 from agentledger.errors import AgentLedgerError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
@@ -93,6 +95,7 @@ def test_a_mutated_export_is_refused_typed_or_stored_exactly() -> None:
         outcomes[_check(data, n) if data != original else "unchanged"] += 1
     if LONG:
         print(f"import fuzz: {COUNT} inputs, {dict(outcomes)}")
+    record("hostile input", "mutated exports imported", inputs=COUNT, outcomes=outcomes)
     assert outcomes["refused"] and outcomes["accepted"]  # the corpus reaches both outcomes
 
 

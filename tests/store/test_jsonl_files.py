@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from reliability import record
 
 from agentledger.errors import StoreUnavailableError
 from agentledger.messages import ImageBlock, Msg
@@ -164,6 +165,15 @@ def test_a_file_size_limit_is_a_typed_error_that_leaves_the_log_intact(
     assert info.value.__cause__.errno == errno.EFBIG
     assert "was not applied" in str(info.value)
     assert _snapshot(root) == before  # nothing half-written, no temporary file left
+    record(
+        "faults",
+        "JSONL file-size limit (RLIMIT_FSIZE)",
+        backend="jsonl",
+        operation=operation,
+        error=type(info.value).__name__,
+        errno="EFBIG",
+        files_unchanged=True,
+    )
     for reader in (ledger, ledgers()):
         assert _history(reader) == history and not reader.exists("new")
     OPERATIONS[operation](ledger)  # the limit is gone: the same call now works
@@ -246,6 +256,15 @@ def test_a_full_disk_is_a_typed_error_that_leaves_the_log_intact(
     assert isinstance(info.value.__cause__, OSError)
     assert info.value.__cause__.errno == errno.ENOSPC
     assert _snapshot(root) == before
+    record(
+        "faults",
+        "JSONL full tmpfs",
+        backend="jsonl",
+        operation=operation,
+        error=type(info.value).__name__,
+        errno="ENOSPC",
+        files_unchanged=True,
+    )
     assert _history(ledgers(root)) == history
     filler.unlink()
     OPERATIONS[operation](ledger)

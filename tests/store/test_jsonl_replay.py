@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from reliability import record
 
 from agentledger.errors import CorruptStoreError, VersionNotFoundError
 from agentledger.messages import Msg
@@ -246,6 +247,14 @@ def test_every_flipped_byte_is_an_error_or_the_exact_state(
     assert outcomes["exact"] == 0 and outcomes["corrupt"] > 1000
     if LONG:
         print(f"\nbyte flips ({'reading on' if reader_at else 'fresh'}): {outcomes}")
+    record(
+        "damage",
+        f"JSONL byte flips, {'read on from version 1' if reader_at else 'read fresh'}",
+        backend="jsonl",
+        scope="the whole log" if LONG else "the last two versions",
+        trials=sum(outcomes.values()),
+        outcomes=outcomes,
+    )
 
 
 def test_flips_in_a_torn_tail_only_lose_the_torn_tail(
@@ -257,13 +266,23 @@ def test_flips_in_a_torn_tail_only_lose_the_torn_tail(
     data = path.read_bytes()
     torn = data[_commit_ends(data)[-2] : -40].replace(b'"v":3', b'"v":4')
     whole = data + torn
+    outcomes = {"corrupt": 0, "exact": 0}
     for at, value in _flips(whole, len(data)):
         flipped = whole[:at] + bytes([value]) + whole[at + 1 :]
         path.write_bytes(flipped)
         try:
             assert _state(ledgers()) == states[3], f"byte {at}"
+            outcomes["exact"] += 1
         except CorruptStoreError:
             assert path.read_bytes() == flipped  # a complete line that is not a record
+            outcomes["corrupt"] += 1
+    record(
+        "damage",
+        "JSONL byte flips in a torn tail",
+        backend="jsonl",
+        trials=sum(outcomes.values()),
+        outcomes=outcomes,
+    )
 
 
 # -- truncation: a torn tail recovers to the previous version ---------------------------------
@@ -287,6 +306,15 @@ def test_truncation_at_every_offset_of_the_last_two_versions(
             assert report.version == version + 1
             assert ledgers().messages("s") == _msgs(2, "new")
             assert _state(ledgers(), version) == states[version]
+    saves = sum(1 for cut in cuts if cut % 7 == 0 or cut in ends or cut + 1 in ends)
+    record(
+        "damage",
+        "JSONL truncated at every byte of the last two versions",
+        backend="jsonl",
+        truncation_points=len(cuts),
+        recovered_exactly=len(cuts),
+        saves_after=saves,
+    )
 
 
 @pytest.mark.parametrize(

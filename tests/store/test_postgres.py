@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from reliability import knob, record
 
 from agentledger import AsyncLedger
 from agentledger.errors import (
@@ -438,6 +439,15 @@ def test_four_processes_contending_for_one_session_lose_nothing(
     final = [m.id for m in ledger.messages("hot")]
     # the final list is exactly the sum of the committed saves, each once, nothing else
     assert final[0] == "start" and sorted(final[1:]) == sorted(committed)
+    record(
+        "contention",
+        "processes with expected_version, one session",
+        backend="postgres",
+        writers=4,
+        commits=len(committed),
+        conflicts=len(conflicted),
+        attempts=len(committed) + len(conflicted),
+    )
     assert len(committed) == 60 and not conflicted & set(final)
     assert ledger.version("hot") == 1 + len(committed)
     assert all(v.appended == 1 and v.replaced == 0 for v in ledger.history("hot")[1:])
@@ -459,6 +469,13 @@ def test_eight_processes_without_expected_version_lose_no_acknowledged_commit(
     url = f"{pg_url}{sep}schema={schema}"
     names = [f"w{i}" for i in range(8)]
     procs.check_replanned(url, procs.run_children("replan", url, names, 40), writers=8, count=40)
+    record(
+        "contention",
+        "processes without expected_version, one session",
+        backend="postgres",
+        writers=8,
+        commits=320,
+    )
 
 
 # -- the run lease across processes -----------------------------------------------------------
@@ -692,8 +709,9 @@ def test_saves_under_killed_connections_report_what_is_durable(
     killer.start()
     outcomes: collections.Counter[str] = collections.Counter()
     committed: list[str] = []
+    saves = knob("AGENTLEDGER_PG_FAULT_SAVES", 80)
     try:
-        for i in range(80):
+        for i in range(saves):
             wanted = [*committed, f"m{i}"]
             msgs = [Msg.user(f"message {m}", id=m) for m in wanted]
             before = observer.version("s")
@@ -716,4 +734,13 @@ def test_saves_under_killed_connections_report_what_is_durable(
         stop.set()
         killer.join()
     print(f"\n{kills[0]} kills; outcomes {dict(outcomes)}; failed commits {dict(resolved)}")
+    record(
+        "faults",
+        "pg_terminate_backend during saves",
+        backend="postgres",
+        saves=saves,
+        connections_terminated=kills[0],
+        outcomes=outcomes,
+        failed_commits_resolved=resolved,
+    )
     assert outcomes["saved"] > 0 and kills[0] > 0

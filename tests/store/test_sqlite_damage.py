@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reliability import record
 
 from agentledger import encode
 from agentledger.errors import CorruptStoreError, StoreError, UserError
@@ -213,6 +214,14 @@ def test_byte_flips_give_a_typed_error_or_the_committed_content(tmp_path: Path, 
     trials = LONG if LONG_MODE else QUICK
     outcomes = _run(damage, trials, seed=12 + wal)
     print(f"\n{damage.target.name} ({damage.size} bytes), {trials} flips: {dict(outcomes)}")
+    record(
+        "damage",
+        f"SQLite byte flips in the {'WAL' if wal else 'database file'}",
+        backend="sqlite",
+        file_bytes=damage.size,
+        trials=trials,
+        outcomes=outcomes,
+    )
     assert sum(outcomes.values()) == trials
     assert outcomes["exact latest"] > 0  # flips that touch nothing read must still load
 

@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from reliability import record
 
 from agentledger.errors import CorruptStoreError, StoreUnavailableError
 from agentledger.messages import Msg
@@ -236,6 +237,14 @@ def test_a_file_size_limit_fails_the_save_and_keeps_the_previous_version(
     assert out["failed"] is not None and out["failed"].startswith("StoreUnavailableError:"), out
     assert "nothing was written" in out["failed"]
     assert out["after failure"] == [1, ["small"]]
+    record(
+        "faults",
+        "SQLite file-size limit (RLIMIT_FSIZE)",
+        backend="sqlite",
+        error=out["failed"].split(":")[0],
+        previous_version_kept=True,
+        next_save_version=out["next save"],
+    )
     assert out["next save"] == 2
     assert _seen_by_another_process(path) == (2, ["small", "big"])
 
@@ -284,6 +293,13 @@ def test_a_full_disk_fails_the_save_and_keeps_the_previous_version(small_disk: P
         assert "nothing was written" in str(info.value)
         assert ledger.version("s") == 1 and ledger.messages("s") == small
         assert _seen_by_another_process(path) == (1, ["small"])
+        record(
+            "faults",
+            "SQLite full tmpfs",
+            backend="sqlite",
+            error=type(info.value).__name__,
+            previous_version_kept=True,
+        )
         filler.unlink()
         assert ledger.save("s", big).version == 2
     assert _seen_by_another_process(path) == (2, ["small", "big"])
