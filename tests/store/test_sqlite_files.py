@@ -303,3 +303,25 @@ def test_a_full_disk_fails_the_save_and_keeps_the_previous_version(small_disk: P
         filler.unlink()
         assert ledger.save("s", big).version == 2
     assert _seen_by_another_process(path) == (2, ["small", "big"])
+
+
+def test_a_file_created_by_another_thread_during_the_check_is_not_taken_for_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads opening a new database at once: one looks at the path just before another creates
+    the file and records it. The first must not take the file it never saw for one that was
+    deleted (it raised StoreUnavailableError, and every store on the file after it)."""
+    db = sqlite_db.Database(str(tmp_path / "new.db"))
+    real_file_id = sqlite_db.file_id
+
+    def created_meanwhile(path: str) -> object:
+        seen = real_file_id(path)  # nothing there yet
+        (tmp_path / "new.db").touch()
+        db.file = real_file_id(path)  # the other thread opened it and recorded it
+        return seen
+
+    monkeypatch.setattr(sqlite_db, "file_id", created_meanwhile)
+    db.check_file()  # no error
+    monkeypatch.undo()
+    db.check_file()
+    assert db.file == sqlite_db.file_id(str(tmp_path / "new.db"))

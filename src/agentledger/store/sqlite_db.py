@@ -185,9 +185,11 @@ class Database:
 
         Raises ``StoreUnavailableError`` while the file is gone.
         """
-        current = file_id(self.path)
+        # What the connections hold is read before the path is: read after, it could be a file
+        # another thread created since the look at the path, which would then seem lost.
         with self._pool_lock:
             held, lost = self.file, self._lost
+        current = file_id(self.path)
         if held is not None and current != held:
             self._reset(held)
             lost = current is None
