@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentledger import (
@@ -227,6 +227,14 @@ _history_msg = st.one_of(
 
 
 @given(msgs=st.lists(_history_msg, max_size=12), mode=st.sampled_from(["drop", "error_result"]))
+@example(  # one turn in two assistant messages: error results go after both, not between
+    msgs=[
+        Msg.assistant([_call("c0"), _call("c1")], created_at=None),
+        Msg.assistant([TextBlock(text="t"), _call("c2")], created_at=None),
+        Msg.tool([_result("c0")]),
+    ],
+    mode="error_result",
+)
 def test_repair_always_yields_a_strictly_valid_history(msgs: list[Msg], mode: str) -> None:
     digests = [m.digest for m in msgs]
     report = repair(msgs, unanswered=mode)  # type: ignore[arg-type]

@@ -171,10 +171,16 @@ class _Repair:
     def run(self) -> RepairReport:
         self._place_results()
         out: list[Msg] = []
+        waiting: list[Msg] = []  # results placed after a run of assistant messages (one turn)
         for i, msg in enumerate(self.msgs):
             if msg.role == "assistant":
-                out.extend(self._assistant(i, msg))
-            elif msg.role == "tool":
+                kept, results = self._assistant(i, msg)
+                out.extend(kept)
+                waiting.extend(results)
+                continue
+            out.extend(waiting)
+            waiting = []
+            if msg.role == "tool":
                 content = self.kept[i]
                 if not any(isinstance(b, ToolResultBlock) for b in content):
                     what = "dropped a tool message left without results"
@@ -185,6 +191,7 @@ class _Repair:
                     out.append(msg.replace(content=content))
             else:
                 out.append(msg)
+        out.extend(waiting)
         self.changes.sort(key=lambda c: c.index)
         for change in self.changes:
             logger.warning("history repair: %s", change)
@@ -234,7 +241,9 @@ class _Repair:
         self.note(RepairKind.MOVED_LATE_RESULT, i, call_id, what)
         return False
 
-    def _assistant(self, i: int, msg: Msg) -> list[Msg]:
+    def _assistant(self, i: int, msg: Msg) -> tuple[list[Msg], list[Msg]]:
+        """The message as kept (none if left empty), and a tool message with the results that
+        go after its turn (moved late results, error results for unanswered calls)."""
         content: list[Block] = []
         results = list(self.moved.get(i, ()))
         for j, block in enumerate(msg.content):
@@ -256,8 +265,7 @@ class _Repair:
         if is_empty_assistant(new):
             what = "dropped an assistant message left empty"
             self.note(RepairKind.DROPPED_EMPTY_MESSAGE, i, None, what)
-            return []
+            return [], []
         if not results:
-            return [new]
-        extra = Msg("tool", results, id=f"{msg.id}:results", created_at=msg.created_at)
-        return [new, extra]
+            return [new], []
+        return [new], [Msg("tool", results, id=f"{msg.id}:results", created_at=msg.created_at)]
