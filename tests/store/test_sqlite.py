@@ -148,6 +148,33 @@ def test_migrations_are_recorded_and_idempotent(db_path: Path) -> None:
         store.close()
 
 
+@pytest.mark.parametrize(
+    ("recorded", "error"),
+    [
+        ([1, 2, 3, 4, 5], StoreError),  # a newer agentledger migrated it: upgrade
+        ([1, 2, 3, 50], CorruptStoreError),  # a flipped byte (found by the page-flip test)
+        ([1, 3, 50], CorruptStoreError),
+    ],
+)
+def test_a_newer_schema_is_told_apart_from_a_damaged_record_of_steps(
+    db_path: Path, recorded: list[int], error: type[StoreError]
+) -> None:
+    store = SqliteStore(db_path)
+    store.setup()
+    store.close()
+    with closing(sqlite3.connect(db_path, isolation_level=None)) as conn:
+        conn.execute("DELETE FROM schema_migrations")
+        for step in recorded:
+            conn.execute(
+                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, 's', 'now')",
+                (step,),
+            )
+    with pytest.raises(error) as info:
+        Ledger(f"sqlite:///{db_path}")
+    assert (type(info.value) is StoreError) == (error is StoreError)
+    assert ("newer" in str(info.value)) == (error is StoreError)
+
+
 def test_media_sessions_from_before_the_has_media_flag_still_load_their_media(
     db_path: Path,
 ) -> None:

@@ -292,7 +292,12 @@ def migrate(conn: sqlite3.Connection, begin: Callable[[sqlite3.Connection], None
 
 
 def _check_not_newer(applied: list[int], latest: int) -> None:
+    """Refuse a database a newer agentledger migrated. A newer version applies every step up
+    to its own, in order: a step past ours with gaps before it is a damaged record."""
     if applied and applied[-1] > latest:
+        if applied != list(range(1, len(applied) + 1)):
+            shown = applied if len(applied) <= 10 else [*applied[:10], "..."]
+            raise CorruptStoreError(f"schema_migrations is damaged: it records the steps {shown}")
         raise StoreError(
             f"this database was migrated by a newer agentledger (schema step {applied[-1]}, "
             f"this version knows up to {latest}); upgrade agentledger to open it"
