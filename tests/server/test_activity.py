@@ -83,3 +83,23 @@ def test_split_then_interleave_gives_the_clients_list_back(ids: list[str], data:
     conversation, entries = split(messages)
     assert interleave(conversation, merged(None, entries) or []) == messages
     assert merged(entries, entries) is None  # the same list again changes nothing
+
+
+async def test_client_values_a_session_cannot_hold_are_refused_before_anything_is_stored(
+    client: Any, ledger: AsyncLedger
+) -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(150):  # deeper than a stored value may nest
+        node["x"] = {}
+        node = node["x"]
+    cases = [
+        ({"messages": [user("u0", "hi"), {**activity("a0", 0), "content": deep}]}, "activity"),
+        ({"messages": [user("u0", "hi")], "state": {"n": 10**30}}, "RunAgentInput.state"),
+    ]
+    for fields, named in cases:
+        body = {"threadId": "t", "runId": "r", **fields}
+        response = await client.post("/", json=body)
+        assert response.status_code == 422, response.text
+        assert named in response.json()["error"]["message"]
+    assert not await ledger.exists("t")

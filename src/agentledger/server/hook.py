@@ -18,7 +18,7 @@ from typing import Any
 
 from agentledger.agent.context import OnStateLoaded, RuntimeContext
 from agentledger.agent.lifecycle import CLIENT, PENDING_VALUE, state_of, unanswered_calls
-from agentledger.errors import HistoryError, UserError
+from agentledger.errors import CodecError, HistoryError, UserError
 from agentledger.messages import Msg, ToolResultBlock
 from agentledger.server.activity import ACTIVITY_VALUE, merged, split
 from agentledger.server.merge import Merge, Merger
@@ -60,7 +60,11 @@ def merge_hook(
         if entries is not None:
             values[ACTIVITY_VALUE] = entries
         if values:
-            report = await ledger.save_state(ctx.session_id, values=values, tenant=ctx.tenant)
+            try:
+                report = await ledger.save_state(ctx.session_id, values=values, tenant=ctx.tenant)
+            except CodecError as exc:  # the client's JSON holds what a value cannot (HTTP 422)
+                names = " and ".join(_CLIENT_VALUES[n] for n in values)
+                raise UserError(f"{names} cannot be stored: {exc}") from None
             state.values.update(values)
             state.version = report.version
         if chained is not None:
@@ -69,6 +73,9 @@ def merge_hook(
                 await outcome
 
     return hook
+
+
+_CLIENT_VALUES = {STATE_VALUE: "RunAgentInput.state", ACTIVITY_VALUE: "the activity messages"}
 
 
 def _replaces(sent: Any, stored: Any) -> bool:
