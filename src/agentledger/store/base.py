@@ -54,6 +54,7 @@ __all__ = [
     "check_positions",
     "check_title",
     "columns",
+    "drop_dead_rows",
     "list_from_rows",
     "lists_from_rows",
 ]
@@ -444,6 +445,17 @@ def searchable_text(msg: Msg) -> str:
     """The text search indexes: text blocks and tool-result text."""
     parts = [msg.text, *(r.text for r in msg.tool_results)]
     return "\n".join(p for p in parts if p)
+
+
+def drop_dead_rows(rows_by_name: dict[str, list[Any]], oldest: int) -> int:
+    """Forget, in place, the rows (anything with ``version_to``) that only versions older than
+    ``oldest`` need: for in-process stores purging history. Returns how many went."""
+    removed = 0
+    for name, rows in rows_by_name.items():
+        kept = [r for r in rows if r.version_to is None or r.version_to > oldest]
+        removed += len(rows) - len(kept)
+        rows_by_name[name] = kept
+    return removed
 
 
 def check_base(plan: CommitPlan, version: int, incarnation: str) -> None:

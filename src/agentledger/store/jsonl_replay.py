@@ -32,6 +32,7 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
+    drop_dead_rows,
 )
 from agentledger.store.jsonl_format import (
     FORMATS,
@@ -310,15 +311,7 @@ class SessionLog:
 
     def drop_before(self, oldest: int) -> int:
         """Forget rows only versions older than ``oldest`` need; return how many."""
-        removed = 0
-        for name, rows in self.rows.items():
-            kept = [r for r in rows if r.version_to is None or r.version_to > oldest]
-            removed += len(rows) - len(kept)
-            self.rows[name] = kept
-        for name, vrows in self.values.items():
-            kept_v = [r for r in vrows if r.version_to is None or r.version_to > oldest]
-            removed += len(vrows) - len(kept_v)
-            self.values[name] = kept_v
+        removed = drop_dead_rows(self.rows, oldest) + drop_dead_rows(self.values, oldest)
         self.groups = [g for g in self.groups if g.info.version >= oldest]
         self.oldest = oldest
         return removed

@@ -24,6 +24,7 @@ from agentledger.store.base import (
     VersionInfo,
     check_base,
     check_version,
+    drop_dead_rows,
 )
 from agentledger.store.media import blob_refs
 
@@ -226,15 +227,7 @@ class MemoryStore(Store):
             if s is None:
                 return 0
             oldest = max(s.oldest, s.version - keep_last + 1)
-            removed = 0
-            for name, rows in s.rows.items():
-                kept = [r for r in rows if r.version_to is None or r.version_to > oldest]
-                removed += len(rows) - len(kept)
-                s.rows[name] = kept
-            for name, vrows in s.values.items():
-                kept_v = [r for r in vrows if r.version_to is None or r.version_to > oldest]
-                removed += len(vrows) - len(kept_v)
-                s.values[name] = kept_v
+            removed = drop_dead_rows(s.rows, oldest) + drop_dead_rows(s.values, oldest)
             s.oldest = oldest
             self._collect_blobs(key.tenant)
             return removed
