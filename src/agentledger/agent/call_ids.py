@@ -25,10 +25,8 @@ class CallIds:
     """The ids of one model reply, made unique against ``history`` (the session so far)."""
 
     def __init__(self, history: Iterable[Msg]) -> None:
-        self.used: set[str] = set()
-        for msg in history:
-            self.used.update(c.id for c in msg.tool_calls)
-            self.used.update(r.id for r in msg.tool_results)
+        self._history = history
+        self._used: set[str] | None = None  # read from the history at the first call only
         self._by_index: dict[Any, str] = {}
         self._started: list[tuple[str, str]] = []  # (model's id, id kept), in start order
 
@@ -62,9 +60,15 @@ class CallIds:
         return msg.replace(content=tuple(content))
 
     def _fresh(self, call_id: str) -> str:
+        used = self._used
+        if used is None:  # a reply without tool calls never reads the history
+            used = self._used = set()
+            for msg in self._history:
+                used.update(c.id for c in msg.tool_calls)
+                used.update(r.id for r in msg.tool_results)
         kept, n = call_id, 1
-        while kept in self.used:
+        while kept in used:
             n += 1
             kept = f"{call_id}_{n}"
-        self.used.add(kept)
+        used.add(kept)
         return kept
