@@ -23,6 +23,7 @@ from agentledger.wire.validate import (
     is_empty_assistant,
     logger,
     starts_conversation,
+    starts_turn,
 )
 
 __all__ = [
@@ -201,8 +202,8 @@ class _Repair:
         window: set[str] = set()
         for i, msg in enumerate(self.msgs):
             if msg.role == "assistant":
-                if i == 0 or self.msgs[i - 1].role != "assistant":
-                    window = set()  # consecutive assistant messages are one turn (``validate``)
+                if starts_turn(self.msgs, i):
+                    window = set()
                 window |= {
                     b.id
                     for j, b in enumerate(msg.content)

@@ -46,6 +46,7 @@ __all__ = [
     "check",
     "is_empty_assistant",
     "starts_conversation",
+    "starts_turn",
     "validate",
 ]
 
@@ -88,6 +89,13 @@ def is_empty_assistant(msg: Msg) -> bool:
     """An assistant message with nothing in it: no text (blank text counts as none), no media,
     no thinking, no tool call. Strict providers reject it."""
     return all(isinstance(b, TextBlock) and not b.text.strip() for b in msg.content)
+
+
+def starts_turn(msgs: Sequence[Msg], i: int) -> bool:
+    """Whether the assistant message ``msgs[i]`` starts a turn: consecutive assistant messages
+    are one turn, whose tool results follow the last of them (a Responses-API history holds
+    one call per item)."""
+    return i == 0 or msgs[i - 1].role != "assistant"
 
 
 def starts_conversation(msg: Msg) -> bool:
@@ -139,8 +147,8 @@ class _Validator:
             if msg.role == "assistant":
                 if is_empty_assistant(msg):
                     self.add(FindingKind.EMPTY_ASSISTANT, i, None, "assistant message is empty")
-                if i == 0 or self.msgs[i - 1].role != "assistant":
-                    self.window = set()  # consecutive assistant messages are one turn
+                if starts_turn(self.msgs, i):
+                    self.window = set()
                 for call in msg.tool_calls:
                     if call.id in seen_calls:
                         what = f"tool call id {call.id!r} was already used"
