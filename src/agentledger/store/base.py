@@ -105,15 +105,69 @@ class Head:
 
 @dataclass(slots=True)
 class ListWrite:
-    """Changes to one named list: rows to put at positions, and the list's new length.
+    """Changes to one named list: which committed rows stay and where, the rows to put, and
+    the list's new length.
 
-    A put at a position that holds a live row replaces it (the old row stays in history).
-    Every live row at a position ``>= length`` is truncated away.
+    ``runs`` are the rows kept, as ``(old_start, new_start, count)`` ascending in both lists
+    (the ledger's alignment, see ``planner``); every other new position gets a row from
+    ``puts`` ``(position, row)``, and every committed row no run keeps leaves the list (it stays
+    in history). ``runs=None`` means the positional write: a put at a position that holds a live
+    row replaces it, and every live row at a position ``>= length`` is truncated away.
     """
 
     name: str
     puts: list[tuple[int, StoredMsg]]
     length: int
+    runs: list[tuple[int, int, int]] | None = None
+
+    def kept_runs(self, old_length: int) -> list[tuple[int, int, int]]:
+        """The runs of committed rows kept, checked against the list's ``old_length``.
+
+        Raises ``UserError`` unless the runs and the puts make a list of ``length`` exactly
+        (every new position filled once, every run inside both lists, both ascending).
+        """
+        puts = sorted(position for position, _ in self.puts)
+        if self.runs is None:
+            limit = min(old_length, self.length)
+            runs: list[tuple[int, int, int]] = []
+            start = 0
+            for position in puts:
+                if position >= limit:
+                    break
+                if position > start:
+                    runs.append((start, start, position - start))
+                start = position + 1
+            if limit > start:
+                runs.append((start, start, limit - start))
+        else:
+            runs = self.runs
+        _check_runs(self.name, runs, puts, old_length, self.length)
+        return runs
+
+
+def _check_runs(
+    name: str, runs: list[tuple[int, int, int]], puts: list[int], old_length: int, length: int
+) -> None:
+    old_at = new_at = 0
+    filled = 0
+    put_at = 0
+    for old_start, new_start, count in runs:
+        if count < 1 or old_start < old_at or new_start < new_at:
+            raise UserError(f"list {name!r}: kept runs must be non-empty and ascending")
+        old_at, new_at = old_start + count, new_start + count
+        if old_at > old_length or new_at > length:
+            raise UserError(f"list {name!r}: a kept run reaches past the list")
+        while put_at < len(puts) and puts[put_at] < new_start:
+            put_at += 1
+        if put_at < len(puts) and puts[put_at] < new_at:
+            raise UserError(f"list {name!r}: a put at {puts[put_at]} overlaps a kept run")
+        filled += count
+    if len(set(puts)) != len(puts) or (puts and not 0 <= puts[0] <= puts[-1] < length):
+        raise UserError(f"list {name!r}: puts must be at distinct positions below {length}")
+    if filled + len(puts) != length:
+        raise UserError(
+            f"list {name!r}: {filled} kept and {len(puts)} put rows do not make {length}"
+        )
 
 
 @dataclass(slots=True)

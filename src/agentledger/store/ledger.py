@@ -43,7 +43,7 @@ from agentledger.store.base import (
 )
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
-from agentledger.store.planner import diff_list
+from agentledger.store.planner import ListDiff, diff_list, splice
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
 from agentledger.store.title import UNKNOWN, title_after_change
 from agentledger.store.urls import open_store
@@ -59,6 +59,17 @@ def _stored(msg: Msg) -> tuple[StoredMsg, dict[bytes, bytes]]:
     canonical, digest = encode_with_digest(msg)
     body, blobs = media.externalize(msg, canonical)
     return StoredMsg(msg.id, digest, body, searchable_text(msg)), blobs
+
+
+def _moved(title_at: int, diff: ListDiff) -> int:
+    """Where the title's source is after ``diff`` (see ``title``): its new position if it was
+    kept, the new length if the old list had none, else ``UNKNOWN``."""
+    if title_at == UNKNOWN or title_at >= diff.old_length:
+        return UNKNOWN if title_at == UNKNOWN else diff.new_length
+    for old_start, new_start, count in diff.runs:
+        if old_start <= title_at < old_start + count:
+            return new_start + title_at - old_start
+    return UNKNOWN
 
 
 def _backoff(attempt: int) -> None:
@@ -386,18 +397,20 @@ class Ledger:
             base_incarnation=head.incarnation,
         )
         context_changed: list[int] = []
+        title_at = head.title_at
         for name, messages in lists.items():
             diff = diff_list(head.lists.get(name, ()), messages, head.messages.get(name, ()))
             if diff.empty:
                 continue
             if name == CONTEXT:
                 context_changed = diff.changed
+                title_at = _moved(title_at, diff)
             puts = []
             for position in diff.changed:
                 row, blobs = _stored(messages[position])
                 puts.append((position, row))
                 plan.media.update(blobs)
-            plan.lists.append(ListWrite(name, puts, diff.new_length))
+            plan.lists.append(ListWrite(name, puts, diff.new_length, diff.runs))
             plan.appended += diff.appended
             plan.replaced += diff.replaced
             plan.truncated += diff.truncated
@@ -409,7 +422,6 @@ class Ledger:
                 plan.values[name] = raw
         if not plan.lists and not plan.values:
             return None, head.title_at
-        title_at = head.title_at
         if _TITLE in plan.values:
             raw_title = plan.values[_TITLE]
             plan.title = decode_value(raw_title) if raw_title is not None else ""
@@ -449,15 +461,13 @@ class Ledger:
         """The head after ``plan`` committed; ``saved`` are the lists the save committed."""
         lists = dict(head.lists)
         for write in plan.lists:
-            digests = lists[write.name] = list(lists.get(write.name, ()))
-            del digests[write.length :]
-            for position, row in write.puts:
-                if position < len(digests):
-                    digests[position] = row.digest
-                else:
-                    digests.append(row.digest)
-            if not digests:
-                del lists[write.name]
+            old = lists.get(write.name, ())
+            runs = write.kept_runs(len(old))
+            digests = splice(old, runs, ((p, row.digest) for p, row in write.puts), write.length)
+            if digests:
+                lists[write.name] = digests
+            else:
+                lists.pop(write.name, None)
         values = dict(head.values)
         for name, raw in plan.values.items():
             if raw is None:

@@ -11,10 +11,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 
 from agentledger.store.base import (
     CommitPlan,
     Head,
+    ListWrite,
     SessionInfo,
     SessionKey,
     Store,
@@ -27,13 +29,15 @@ from agentledger.store.base import (
     drop_dead_rows,
 )
 from agentledger.store.media import blob_refs
+from agentledger.store.planner import splice
+from agentledger.store.ranks import plan_ranks
 
 __all__ = ["MemoryStore"]
 
 
 @dataclass(slots=True)
 class _Row:
-    position: int
+    rank: bytes  # see ``ranks``: a past version's rows are ordered by it
     version_from: int
     version_to: int | None
     item: StoredMsg
@@ -58,6 +62,8 @@ class _Session:
     has_media: bool = False  # a commit has stored media for it (see StoredState)
     live: dict[str, list[StoredMsg]] = field(default_factory=dict)
     open_rows: dict[str, list[_Row]] = field(default_factory=dict)
+    ranks: dict[str, list[bytes]] = field(default_factory=dict)  # of the live rows, in order
+    floors: dict[str, bytes] = field(default_factory=dict)  # see ``ranks``
     rows: dict[str, list[_Row]] = field(default_factory=dict)
     values: dict[str, list[_ValueRow]] = field(default_factory=dict)
     versions: list[VersionInfo] = field(default_factory=list)
@@ -119,7 +125,7 @@ class MemoryStore(Store):
             for name, rows in s.rows.items():
                 alive = sorted(
                     (r for r in rows if live_at(r.version_from, r.version_to)),
-                    key=lambda r: r.position,
+                    key=lambda r: r.rank,
                 )
                 if alive:
                     lists[name] = StoredList.of([r.item for r in alive])
@@ -172,21 +178,7 @@ class MemoryStore(Store):
                 self._sessions[plan.key] = s
             v = plan.version
             for write in plan.lists:
-                live = s.live.setdefault(write.name, [])
-                rows = s.rows.setdefault(write.name, [])
-                open_rows = s.open_rows.setdefault(write.name, [])  # live _Row by position
-                for position, item in write.puts:
-                    row = _Row(position, v, None, item)
-                    rows.append(row)
-                    if position < len(live):
-                        open_rows[position].version_to = v
-                        open_rows[position], live[position] = row, item
-                    else:
-                        open_rows.append(row)
-                        live.append(item)
-                for row in open_rows[write.length :]:
-                    row.version_to = v
-                del live[write.length :], open_rows[write.length :]
+                self._write_list(s, v, write)
             for name, raw in plan.values.items():
                 rows_v = s.values.setdefault(name, [])
                 for r in rows_v:
@@ -214,6 +206,31 @@ class MemoryStore(Store):
                 )
             )
             return s.incarnation
+
+    @staticmethod
+    def _write_list(s: _Session, v: int, write: ListWrite) -> None:
+        """Apply one list's write at version ``v``. Rows that leave are closed here and now,
+        the floor's included: only the ranks of new rows need it (see ``ranks``)."""
+        name = write.name
+        live = s.live.get(name, [])
+        open_rows = s.open_rows.get(name, [])
+        runs = write.kept_runs(len(live))
+        puts = sorted(write.puts, key=itemgetter(0))
+        positions = [p for p, _ in puts]
+        planned = plan_ranks(
+            s.ranks.get(name, []), s.floors.get(name), runs, positions, write.length
+        )
+        for row in open_rows[: planned.dropped]:
+            row.version_to = v
+        for i in planned.closed:
+            open_rows[i].version_to = v
+        new_rows = [_Row(rank, v, None, item) for (_, item), rank in zip(puts, planned.put_ranks)]
+        s.rows.setdefault(name, []).extend(new_rows)
+        s.open_rows[name] = splice(open_rows, runs, zip(positions, new_rows), write.length)
+        s.live[name] = splice(live, runs, puts, write.length)
+        s.ranks[name] = planned.ranks
+        if planned.floor is not None:
+            s.floors[name] = planned.floor
 
     def delete(self, key: SessionKey) -> bool:
         with self._lock:

@@ -1,27 +1,33 @@
-"""The one diff planner every backend shares.
+"""The one diff planner every backend shares: which messages of a list changed, found in linear
+time, aligned by content so that a shift writes only what it adds.
 
-Every position of the new list is compared with what the store last committed. Nothing is
-sampled: an edit anywhere is found, and an equal list rebuilt from scratch (or reloaded) plans
-no write at all.
+Every message of the new list is compared with what the store last committed, by content digest
+(which covers the id). Nothing is sampled: an edit anywhere is found, and an equal list rebuilt
+from scratch (or reloaded) plans no write at all.
 
-Comparing is by content digest, with one shortcut. The ledger remembers the ``Msg`` objects it
-last saved or loaded at each position; a position that still holds that very object holds the
-same value (a ``Msg`` never changes), so its digest need not be read. Whole runs of such
-positions are compared by C-level list comparison, which tries identity before ``__eq__``; only
-the runs that differ are walked in Python. An append or an edit in a 12,000-message list thus
-touches a few hundred positions, not 12,000.
+The old and new lists are aligned, not compared position by position: the common prefix and
+suffix are matched first, then the middle is walked, each mismatch resolved by looking the new
+message up among the old ones (an insert if it is not there, a deletion of the old messages
+before it if it is, unless the old message at hand comes back sooner in the new list). The
+result (``ListDiff.runs``) says which old messages stay and where: a sliding window, an insert
+near the front, a deletion in the middle or a summary replacing a prefix keep every other row.
+Duplicated content can make the alignment longer than the shortest one; it is always exact.
+
+One shortcut keeps this cheap. The ledger remembers the ``Msg`` objects it last saved or loaded;
+a message that is still that very object holds the same content (a ``Msg`` never changes), so its
+digest need not be read. Runs of such messages are compared by C-level list comparison, which
+tries identity before ``__eq__``, ``_RUN`` at a time; lookups scan the committed digests in C.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import ne
+from typing import Any
 
 from agentledger.messages import Msg
 
-__all__ = ["ListDiff", "diff_list", "digests_of"]
+__all__ = ["ListDiff", "diff_list", "digests_of", "splice"]
 
 #: Positions compared per C-level list comparison before falling back to a Python walk.
 _RUN = 256
@@ -29,27 +35,65 @@ _RUN = 256
 
 @dataclass(frozen=True, slots=True)
 class ListDiff:
-    """Positions whose content changed (or are new), and the list's old and new lengths."""
+    """How a new list differs from the committed one.
+
+    ``runs`` are the committed messages kept, as ``(old_start, new_start, count)`` ascending in
+    both lists; ``changed`` the new positions that hold a message to write (every position no
+    run covers), ascending.
+    """
 
     changed: list[int]
     old_length: int
     new_length: int
+    runs: list[tuple[int, int, int]]
+
+    @property
+    def kept(self) -> int:
+        return sum(count for _, _, count in self.runs)
 
     @property
     def empty(self) -> bool:
-        return not self.changed and self.old_length == self.new_length
+        return not self.changed and self.kept == self.old_length
 
     @property
-    def appended(self) -> int:
-        return sum(1 for i in self.changed if i >= self.old_length)
+    def closed(self) -> int:
+        """Committed messages that leave the list."""
+        return self.old_length - self.kept
 
     @property
     def replaced(self) -> int:
-        return sum(1 for i in self.changed if i < self.old_length)
+        """Messages written in the place of ones that left (as many as both allow)."""
+        return min(self.closed, len(self.changed))
+
+    @property
+    def appended(self) -> int:
+        return len(self.changed) - self.replaced
 
     @property
     def truncated(self) -> int:
-        return max(0, self.old_length - self.new_length)
+        return self.closed - self.replaced
+
+
+def splice(
+    old: Sequence[Any],
+    runs: Sequence[tuple[int, int, int]],
+    puts: Iterable[tuple[int, Any]],
+    new_length: int,
+) -> list[Any]:
+    """The new list: ``old``'s items kept by ``runs``, and each ``(position, item)`` put.
+
+    Slice copies in C: the cost of a save's bookkeeping stays near the size of its change.
+    """
+    if len(runs) == 1 and runs[0][:2] == (0, 0):
+        out = list(old[: runs[0][2]])  # the usual case: a kept prefix and a new tail
+        out.extend([None] * (new_length - len(out)))
+    else:
+        out = [None] * new_length
+        for old_start, new_start, count in runs:
+            out[new_start : new_start + count] = old[old_start : old_start + count]
+    for position, item in puts:
+        out[position] = item
+    return out
 
 
 def digests_of(msgs: Sequence[Msg]) -> list[bytes]:
@@ -68,45 +112,141 @@ def digests_of(msgs: Sequence[Msg]) -> list[bytes]:
 def diff_list(
     committed: Sequence[bytes], new: Sequence[Msg], known: Sequence[Msg] = ()
 ) -> ListDiff:
-    """Compare ``new`` with the committed digests at every position.
+    """Align ``new`` with the committed digests (see the module docstring).
 
     ``known``, when given, holds the committed messages themselves (``known[i].digest ==
     committed[i]``); it must then be as long as ``committed``.
     """
-    old_length, new_length = len(committed), len(new)
-    common = min(old_length, new_length)
-    if known and len(known) == old_length:
-        changed = _changed_against_known(committed, known, new, common)
+    if not isinstance(committed, list):
+        committed = list(committed)
+    if known and len(known) == len(committed):
+        old: list[Any] = known if isinstance(known, list) else list(known)
+        ours: list[Any] = new if isinstance(new, list) else list(new)
+        digest_at = _digest_reader(ours)
     else:
-        changed = _changed_by_digest(committed, new, common)
-    changed.extend(range(common, new_length))
-    return ListDiff(changed, old_length, new_length)
+        old = committed
+        ours = digests_of(new)
+        digest_at = ours.__getitem__
+    return _Aligner(committed, old, ours, digest_at).diff()
 
 
-def _changed_by_digest(committed: Sequence[bytes], new: Sequence[Msg], common: int) -> list[int]:
-    ours = digests_of(new[:common])
-    theirs = committed[:common] if common < len(committed) else committed
-    # both branches run in C: the list comparison (the usual case: nothing before the tail
-    # changed), then the positions that differ
-    if ours == list(theirs):
-        return []
-    return list(compress(range(common), map(ne, ours, theirs)))
+def _digest_reader(msgs: list[Msg]) -> Any:
+    def digest_at(i: int) -> bytes:
+        return msgs[i].digest
+
+    return digest_at
 
 
-def _changed_against_known(
-    committed: Sequence[bytes], known: Sequence[Msg], new: Sequence[Msg], common: int
-) -> list[int]:
-    if not isinstance(new, list):
-        new = list(new)
-    if not isinstance(known, list):
-        known = list(known)
-    changed: list[int] = []
-    for start in range(0, common, _RUN):
-        stop = min(start + _RUN, common)
-        # identical objects compare equal without a call; an equal rebuilt Msg through __eq__
-        if new[start:stop] == known[start:stop]:
-            continue
-        for i in range(start, stop):
-            if new[i] is not known[i] and new[i].digest != committed[i]:
+#: Lookups by scanning before the aligner indexes the committed digests of the middle.
+_SCANS = 16
+#: How far ahead in the new list an old message is looked for before its rows are dropped.
+_LOOKAHEAD = 64
+
+
+class _Aligner:
+    """One alignment: ``old`` and ``new`` are compared item by item (objects or digests);
+    ``committed`` are the old digests and ``digest_at(i)`` the new message ``i``'s."""
+
+    def __init__(
+        self, committed: list[bytes], old: list[Any], new: list[Any], digest_at: Any
+    ) -> None:
+        self.committed, self.old, self.new, self.digest_at = committed, old, new, digest_at
+        self.scans = 0
+        self.index: dict[bytes, list[int]] | None = None
+
+    def same(self, i: int, j: int) -> bool:
+        a, b = self.new[i], self.old[j]
+        return a is b or self.digest_at(i) == self.committed[j]
+
+    def run(self, i: int, j: int, limit: int) -> int:
+        """How many items match from new ``i`` and old ``j`` on (at most ``limit``)."""
+        new, old = self.new, self.old
+        done = 0
+        while done < limit:
+            step = min(_RUN, limit - done)
+            if new[i + done : i + done + step] == old[j + done : j + done + step]:
+                done += step
+                continue
+            for k in range(step):
+                if not self.same(i + done + k, j + done + k):
+                    return done + k
+            done += step
+        return done
+
+    def back_run(self, i_end: int, j_end: int, limit: int) -> int:
+        """How many items match backwards from new ``i_end - 1`` and old ``j_end - 1``."""
+        new, old = self.new, self.old
+        done = 0
+        while done < limit:
+            step = min(_RUN, limit - done)
+            if new[i_end - done - step : i_end - done] == old[j_end - done - step : j_end - done]:
+                done += step
+                continue
+            for k in range(1, step + 1):
+                if not self.same(i_end - done - k, j_end - done - k):
+                    return done + k - 1
+            done += step
+        return done
+
+    def find_old(self, digest: bytes, start: int, stop: int) -> int:
+        """The first old position in ``start .. stop - 1`` holding ``digest``, or -1."""
+        if self.index is None and self.scans < _SCANS:
+            self.scans += 1
+            try:
+                return self.committed.index(digest, start, stop)
+            except ValueError:
+                return -1
+        if self.index is None:  # many lookups: index the committed digests once
+            self.index = {}
+            for position, d in enumerate(self.committed):
+                self.index.setdefault(d, []).append(position)
+        for position in self.index.get(digest, ()):
+            if start <= position < stop:
+                return position
+        return -1
+
+    def find_new(self, digest: bytes, start: int, stop: int) -> int:
+        for i in range(start, min(stop, start + _LOOKAHEAD)):
+            if self.digest_at(i) == digest:
+                return i
+        return -1
+
+    def diff(self) -> ListDiff:
+        n, m = len(self.old), len(self.new)
+        runs: list[tuple[int, int, int]] = []
+        changed: list[int] = []
+        prefix = self.run(0, 0, min(n, m))
+        if prefix:
+            runs.append((0, 0, prefix))
+        suffix = self.back_run(m, n, min(n, m) - prefix)
+        i, j, i_end, j_end = prefix, prefix, m - suffix, n - suffix
+        while i < i_end:
+            if j < j_end and self.same(i, j):
+                count = self.run(i, j, min(i_end - i, j_end - j))
+                runs.append((j, i, count))
+                i, j = i + count, j + count
+                continue
+            found = self.find_old(self.digest_at(i), j, j_end) if j < j_end else -1
+            if found > j + 1:  # keep old j if it comes back sooner than found - j rows away
+                ahead = self.find_new(self.committed[j], i + 1, i_end)
+                if 0 <= ahead - i < found - j:
+                    found = -1
+            if found < 0:
                 changed.append(i)
-    return changed
+                i += 1
+            else:
+                j = found  # old j .. found - 1 leave the list
+        if suffix:
+            runs.append((j_end, i_end, suffix))
+        return ListDiff(changed, n, m, _merged(runs))
+
+
+def _merged(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """``runs`` with adjacent ones joined (a prefix and a suffix that meet, say)."""
+    out: list[tuple[int, int, int]] = []
+    for old_start, new_start, count in runs:
+        if out and out[-1][0] + out[-1][2] == old_start and out[-1][1] + out[-1][2] == new_start:
+            out[-1] = (out[-1][0], out[-1][1], out[-1][2] + count)
+        else:
+            out.append((old_start, new_start, count))
+    return out

@@ -226,6 +226,84 @@ class StoreConformance(TrustConformance):
         ledger.save("s", [*msgs, Msg.user("after purge", id="ap")])
         assert open_ledger().messages("s")[-1].text == "after purge"
 
+    # -- shifts --------------------------------------------------------------------------
+    def test_shifts_write_only_what_they_add(self, open_ledger: OpenLedger) -> None:
+        """A sliding window, an insert at the front, a deletion in the middle, a moved range
+        and a summary replacing a prefix each write the messages they add, nothing more."""
+        msgs = [Msg.user(f"m{i} " + "x" * 200, id=f"m{i}") for i in range(60)]
+        ledger = open_ledger()
+        ledger.save("s", msgs)
+        summary = Msg.system("summary of m0..m49", id="summary")
+        front = Msg.user("at the front", id="front")
+        window = [*msgs[1:], Msg.user("next", id="next")]
+        steps = [
+            (window, [window[-1]]),
+            ([front, *window], [front]),
+            ([front, *window[:20], *window[21:]], []),
+            ([front, *window[:10], *window[15:20], *window[10:15], *window[21:]], window[10:15]),
+            ([summary, *window[50:]], [summary]),
+            ([summary, *window[50:], *msgs[:3]], msgs[:3]),
+        ]
+        for new, added in steps:
+            report = ledger.save("s", new)
+            assert report.bytes_written == sum(len(encode(m)) for m in added), new
+            assert open_ledger().messages("s") == new
+        other = open_ledger()
+        versions = [msgs, *(new for new, _ in steps)]
+        for version, expected in enumerate(versions, start=1):
+            assert other.messages("s", version=version) == expected
+
+    def test_random_shifts_keep_every_version_exact(self, open_ledger: OpenLedger) -> None:
+        import random
+
+        rng = random.Random(1729)
+        ledger = open_ledger()
+        current: list[Msg] = []
+        versions: list[list[Msg]] = []
+        made = 0
+        for _ in range(40):
+            new = list(current)
+            for _ in range(rng.randint(1, 3)):
+                at = rng.randint(0, len(new))
+                count = rng.randint(1, 6)
+                kind = rng.choice(["insert", "delete", "move", "prefix", "summary", "edit"])
+                fresh = [Msg.user(f"n{made + k}", id=f"n{made + k}") for k in range(count)]
+                made += count
+                if kind == "insert":
+                    new[at:at] = fresh
+                elif kind == "delete":
+                    del new[at : at + count]
+                elif kind == "move":
+                    moved = new[at : at + count]
+                    del new[at : at + count]
+                    to = rng.randint(0, len(new))
+                    new[to:to] = moved
+                elif kind == "prefix":
+                    del new[:count]
+                elif kind == "summary":
+                    new[:count] = fresh[:1]
+                elif new:
+                    at = min(at, len(new) - 1)
+                    new[at] = new[at].replace(content=f"edited {made}")
+            if new == current:
+                continue
+            ledger.save("s", new)
+            versions.append(new)
+            current = new
+            if rng.random() < 0.3:  # a fresh handle plans from what the store says
+                ledger = open_ledger()
+        other = open_ledger()
+        assert other.messages("s") == versions[-1]
+        for version, expected in enumerate(versions, start=1):
+            assert other.messages("s", version=version) == expected, version
+        ledger.purge_history("s", keep_last=3)
+        other = open_ledger()
+        for version in range(len(versions) - 2, len(versions) + 1):
+            assert other.messages("s", version=version) == versions[version - 1]
+        after = [*versions[-1], Msg.user("after", id="after")]
+        ledger.save("s", after)
+        assert open_ledger().messages("s") == after
+
     # -- concurrency -------------------------------------------------------------------
     def test_expected_version_conflict(self, open_ledger: OpenLedger) -> None:
         a, b = open_ledger(), open_ledger()
