@@ -36,6 +36,7 @@ from agentledger.errors import (
 )
 from agentledger.messages import Msg, digest_of
 from agentledger.store.media import decode_without_media
+from agentledger.store.ranks import RankPlan
 
 __all__ = [
     "CommitPlan",
@@ -101,6 +102,9 @@ class Head:
     #: Where the derived title comes from, as the ledger last computed it (see ``title``);
     #: -1 when not known. A store never fills it.
     title_at: int = -1
+    #: For a ``ranked`` store: each list's live ranks, in order, and its floor (see ``ranks``).
+    ranks: dict[str, list[bytes]] = field(default_factory=dict)
+    floors: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -119,6 +123,8 @@ class ListWrite:
     puts: list[tuple[int, StoredMsg]]
     length: int
     runs: list[tuple[int, int, int]] | None = None
+    #: For a ``ranked`` store, set by the ledger: the puts' ranks, the rows closed, the floor.
+    ranks: RankPlan | None = None
 
     def kept_runs(self, old_length: int) -> list[tuple[int, int, int]]:
         """The runs of committed rows kept, checked against the list's ``old_length``.
@@ -210,6 +216,8 @@ class StoredList:
     ids: Sequence[str]
     digests: Sequence[bytes]
     bodies: Sequence[bytes]
+    #: The rows' ranks, from a ``ranked`` store (``None`` from the others).
+    ranks: Sequence[bytes] | None = None
 
     @classmethod
     def of(cls, rows: Sequence[StoredMsg]) -> StoredList:
@@ -286,6 +294,8 @@ class StoredState:
     values: dict[str, bytes]
     incarnation: str = ""
     may_have_media: bool = True
+    #: A ``ranked`` store's list floors at this version (see ``ranks``).
+    floors: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +346,12 @@ class Store(ABC):
     #: as the write sets it False: a save from a stale cache then fails with ``ConflictError``
     #: and is planned again, and the common save costs one round trip, not two.
     stamp_before_commit: bool = True
+
+    #: Whether rows are ordered by rank keys (see ``ranks``) that the ledger assigns: every
+    #: ``ListWrite`` then carries a ``RankPlan``, and ``read_head`` and ``load`` (at the latest
+    #: version) return each list's ranks and floor. Stores that keep lists in order themselves
+    #: (memory, JSONL) leave it False.
+    ranked: bool = False
 
     # -- lifecycle ---------------------------------------------------------------------
     def setup(self) -> None:  # noqa: B027 - optional hook

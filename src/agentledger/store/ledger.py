@@ -44,6 +44,7 @@ from agentledger.store.base import (
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice
+from agentledger.store.ranks import RankPlan, plan_ranks
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
 from agentledger.store.title import UNKNOWN, title_after_change
 from agentledger.store.urls import open_store
@@ -70,6 +71,17 @@ def _moved(title_at: int, diff: ListDiff) -> int:
         if old_start <= title_at < old_start + count:
             return new_start + title_at - old_start
     return UNKNOWN
+
+
+def _rank_plan(key: SessionKey, head: Head, name: str, diff: ListDiff) -> RankPlan:
+    """The ranks of a list write to a ``ranked`` store (see ``ranks``)."""
+    old = head.ranks.get(name, [])
+    if len(old) != diff.old_length:
+        raise CorruptStoreError(
+            f"session {key.session!r} list {name!r}: {diff.old_length} live rows but "
+            f"{len(old)} ranks"
+        )
+    return plan_ranks(old, head.floors.get(name), diff.runs, diff.changed, diff.new_length)
 
 
 def _backoff(attempt: int) -> None:
@@ -202,6 +214,12 @@ class Ledger:
                     {name: digest_of(raw) for name, raw in stored.values.items()},
                     stored.incarnation,
                     {name: list(msgs) for name, msgs in state.lists.items()},
+                    ranks={
+                        name: list(rows.ranks)
+                        for name, rows in stored.lists.items()
+                        if rows.ranks is not None
+                    },
+                    floors=dict(stored.floors),
                 ),
             )
         return state
@@ -410,7 +428,10 @@ class Ledger:
                 row, blobs = _stored(messages[position])
                 puts.append((position, row))
                 plan.media.update(blobs)
-            plan.lists.append(ListWrite(name, puts, diff.new_length, diff.runs))
+            write = ListWrite(name, puts, diff.new_length, diff.runs)
+            if self.store.ranked:
+                write.ranks = _rank_plan(key, head, name, diff)
+            plan.lists.append(write)
             plan.appended += diff.appended
             plan.replaced += diff.replaced
             plan.truncated += diff.truncated
@@ -460,6 +481,7 @@ class Ledger:
     ) -> Head:
         """The head after ``plan`` committed; ``saved`` are the lists the save committed."""
         lists = dict(head.lists)
+        ranks, floors = dict(head.ranks), dict(head.floors)
         for write in plan.lists:
             old = lists.get(write.name, ())
             runs = write.kept_runs(len(old))
@@ -468,6 +490,10 @@ class Ledger:
                 lists[write.name] = digests
             else:
                 lists.pop(write.name, None)
+            if write.ranks is not None:
+                ranks[write.name] = write.ranks.ranks
+                if write.ranks.floor is not None:
+                    floors[write.name] = write.ranks.floor
         values = dict(head.values)
         for name, raw in plan.values.items():
             if raw is None:
@@ -476,7 +502,7 @@ class Ledger:
                 values[name] = digest_of(raw)
         messages = {name: msgs for name, msgs in head.messages.items() if name in lists}
         messages.update((name, msgs) for name, msgs in saved.items() if msgs)
-        return Head(plan.version, lists, values, incarnation, messages, title_at)
+        return Head(plan.version, lists, values, incarnation, messages, title_at, ranks, floors)
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
         """Delete a session and all its history. True if it existed."""

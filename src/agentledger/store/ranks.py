@@ -78,9 +78,9 @@ class RankPlan:
     """What one list write does to ranked rows.
 
     ``put_ranks[i]`` is the rank of the ``i``-th put; ``closed`` the indexes (old positions) of
-    live rows that leave other than through the floor; ``floor`` the new floor (None: kept),
-    below which the old rows ``0 .. dropped - 1`` leave all at once; ``ranks`` the new list's
-    ranks, in order.
+    live rows that leave other than through the floor, ``closed_ranks`` their ranks; ``floor``
+    the new floor (None: kept), at or below which the old rows ``0 .. dropped - 1`` leave all at
+    once; ``ranks`` the new list's ranks, in order.
     """
 
     put_ranks: list[bytes]
@@ -88,6 +88,7 @@ class RankPlan:
     floor: bytes | None
     dropped: int
     ranks: list[bytes]
+    closed_ranks: list[bytes]
 
 
 def plan_ranks(
@@ -143,4 +144,5 @@ def plan_ranks(
         new_floor,
         dropped,
         new_ranks,  # type: ignore[arg-type]
+        [old[i] for i in closed],
     )
