@@ -1,10 +1,10 @@
 """SIGKILL during a schema migration, on SQLite and Postgres (JSONL has no schema to migrate:
 an older log format is read as it is).
 
-Each round makes the store look like one written before its last index migration (the index
-dropped and its step unrecorded, as ``test_sqlite.py`` and ``test_postgres.py`` do), starts a
-writer that opens the store (which migrates it, building the index over 6,000 messages) and
-then saves, and SIGKILLs it at a random moment. A fresh ledger must then migrate the store,
+Each round makes the store look like one written before a migration that touches every
+message (on SQLite step 5, which maps each row's position to a rank key; on Postgres the last
+index, dropped and its step unrecorded, as ``test_postgres.py`` does), starts a writer that opens
+the store (which migrates it, over 6,000 messages) and then saves, and SIGKILLs it at a random moment. A fresh ledger must then migrate the store,
 load exactly the last acknowledged version (or the save in flight), and take the next save.
 
 ``AGENTLEDGER_MIGRATE_KILLS`` sets the kills per backend (default 6; the full reliability run
@@ -31,6 +31,7 @@ from reliability import knob, record
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from tests.store.backends import backend_of, store_url
+from tests.store.sqlite_old import as_before_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = knob("AGENTLEDGER_MIGRATE_KILLS", 6)
@@ -52,10 +53,8 @@ print("saved", ledger.save("s", msgs, expected_version=state.version).version, f
 
 def _unmigrate(url: str) -> None:
     """Drop the store's last index and unrecord its step, as an older version left it."""
-    if url.startswith("sqlite"):
-        with closing(sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)) as c:
-            c.execute("DROP INDEX messages_live_position")
-            c.execute("DELETE FROM schema_migrations WHERE id = 3")
+    if url.startswith("sqlite"):  # step 5 maps every row's position to a rank
+        as_before_ranks(Path(url.removeprefix("sqlite:///")))
         return
     import psycopg
 
@@ -69,7 +68,7 @@ def _migrated(url: str) -> bool:
     if url.startswith("sqlite"):
         with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
             return (
-                conn.execute("SELECT 1 FROM schema_migrations WHERE id = 3").fetchone() is not None
+                conn.execute("SELECT 1 FROM schema_migrations WHERE id = 5").fetchone() is not None
             )
     import psycopg
 

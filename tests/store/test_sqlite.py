@@ -40,6 +40,7 @@ from agentledger.store.sqlite_schema import MIGRATIONS, migrate
 from agentledger.testing.conformance import StoreConformance
 from agentledger.testing.samples import every_block_message, sample_conversation, turn
 from agentledger.testing.statemachine import run_ledger_state_machine
+from tests.store.sqlite_old import as_before_ranks
 
 OpenLedger = Callable[[], Ledger]
 
@@ -82,8 +83,8 @@ def _save_three_and_damage(open_ledger: OpenLedger, db_path: Path, damage: str) 
 
 # A second live row at m1's position (what messages_live_position refuses).
 _DUPLICATE_M1 = (
-    "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, body) "
-    "SELECT sid, list, position, version_from, 'x', digest, body FROM messages "
+    "INSERT INTO messages (sid, list, rank, version_from, msg_id, digest, body) "
+    "SELECT sid, list, rank, version_from, 'x', digest, body FROM messages "
     "WHERE msg_id = 'm1'"
 )
 
@@ -151,7 +152,7 @@ def test_migrations_are_recorded_and_idempotent(db_path: Path) -> None:
 @pytest.mark.parametrize(
     ("recorded", "error"),
     [
-        ([1, 2, 3, 4, 5], StoreError),  # a newer agentledger migrated it: upgrade
+        ([1, 2, 3, 4, 5, 6], StoreError),  # a newer agentledger migrated it: upgrade
         ([1, 2, 3, 50], CorruptStoreError),  # a flipped byte (found by the page-flip test)
         ([1, 3, 50], CorruptStoreError),
     ],
@@ -201,6 +202,7 @@ def test_the_database_refuses_a_second_live_row_at_a_position(db_path: Path) -> 
 
 
 def _as_before_migration_3(db_path: Path) -> None:
+    as_before_ranks(db_path)
     _sql(db_path, "DROP INDEX messages_live_position")
     _sql(db_path, "DELETE FROM schema_migrations WHERE id = 3")
 
@@ -222,7 +224,7 @@ def test_a_file_with_two_live_rows_at_a_position_is_reported_not_migrated(
     with Ledger(f"sqlite:///{db_path}") as ledger:
         ledger.save("s", _three())
     _as_before_migration_3(db_path)
-    _sql(db_path, _DUPLICATE_M1)
+    _sql(db_path, _DUPLICATE_M1.replace("rank", "position"))
     before = db_path.read_bytes()
     with pytest.raises(CorruptStoreError, match="UNIQUE constraint failed") as info:
         Ledger(f"sqlite:///{db_path}").messages("s")
@@ -238,13 +240,14 @@ def test_sessions_saved_before_list_sums_load_and_record_them_on_their_next_save
     with Ledger(f"sqlite:///{db_path}") as ledger:
         ledger.save("s", msgs[:2])
         ledger.save("s", msgs)
+    as_before_ranks(db_path)
     _sql(db_path, "ALTER TABLE versions DROP COLUMN lists")
     _sql(db_path, "DROP INDEX sessions_by_id")
     _sql(db_path, "DELETE FROM schema_migrations WHERE id = 4")
     with Ledger(f"sqlite:///{db_path}") as ledger:
         assert ledger.messages("s") == msgs and ledger.messages("s", version=1) == msgs[:2]
         assert ledger.save("s", [*msgs, Msg.user("m3", id="m3")]).version == 3
-    recorded = "SELECT version, lists IS NOT NULL FROM versions ORDER BY version"
+    recorded = "SELECT version, sums IS NOT NULL FROM versions ORDER BY version"
     assert _sql(db_path, recorded) == [(1, 0), (2, 0), (3, 1)]
     _sql(db_path, "UPDATE messages SET version_to = 3 WHERE msg_id = 'm3'")  # hide the last row
     with (
@@ -633,9 +636,9 @@ def test_damage_that_still_parses_is_not_copied_on(
 
 def test_missing_live_row_is_reported_not_skipped(open_ledger: OpenLedger, db_path: Path) -> None:
     _save_three_and_damage(open_ledger, db_path, "DELETE FROM messages WHERE msg_id = 'm1'")
-    with pytest.raises(CorruptStoreError, match="position 1"):
+    with pytest.raises(CorruptStoreError, match="not the ones committed"):
         open_ledger().load("s")
-    with pytest.raises(CorruptStoreError, match="position 1"):
+    with pytest.raises(CorruptStoreError, match="not the ones committed"):
         open_ledger().save("s", [Msg.user("x", id="x")])
 
 

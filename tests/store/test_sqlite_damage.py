@@ -319,13 +319,15 @@ def _bad_utf8(prefix: str) -> str:
         "UPDATE versions SET committed_at = 9223372036854775807",
         "UPDATE versions SET appended = 'many'",
         "UPDATE versions SET version = 5 WHERE version = 1",
-        "UPDATE messages SET position = 'first' WHERE position = 0",
+        "UPDATE messages SET rank = 'first' WHERE rank = x'4000000000000000'",
+        "UPDATE messages SET rank = x'400000000000000180' WHERE rank = x'4000000000000000'",
         "UPDATE messages SET list = 3",
         # a row gone from the end of a list leaves no gap: the recorded length finds it
-        "UPDATE messages SET version_to = 2 WHERE position = 1 AND version_to IS NULL",
-        "UPDATE versions SET lists = x'00' WHERE version = 2",
+        "UPDATE messages SET version_to = 2 "
+        "WHERE rank = x'4000000000000001' AND version_to IS NULL",
+        "UPDATE versions SET sums = x'00' WHERE version = 2",
         # an id changed in its row, the body untouched: the recorded id sum finds it
-        "UPDATE messages SET msg_id = 'other' WHERE position = 0",
+        "UPDATE messages SET msg_id = 'other' WHERE rank = x'4000000000000000'",
         "UPDATE session_values SET raw = CAST('2' AS BLOB) WHERE name = 'n'",
         "UPDATE session_values SET raw = 'text' WHERE name = 'n'",
         "UPDATE session_values SET digest = 7",

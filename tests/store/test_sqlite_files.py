@@ -25,6 +25,7 @@ from reliability import record
 from agentledger.errors import CorruptStoreError, StoreUnavailableError
 from agentledger.messages import Msg
 from agentledger.store import Ledger, sqlite_db
+from tests.store.sqlite_old import as_before_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
@@ -86,6 +87,7 @@ def _not_a_database(path: Path) -> None:
 
 def _refused_by_a_migration(path: Path) -> None:
     """Two live rows at one position in a file from before migration 3, which then fails."""
+    as_before_ranks(path)
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("DROP INDEX messages_live_position")
         conn.execute("DELETE FROM schema_migrations WHERE id >= 3")

@@ -1,9 +1,11 @@
 """``Ledger``: load and save sessions, writing only what changed.
 
-The ledger keeps, per session, the digests it last committed (``Head``). A save compares every
-position of every given list with them (``planner.diff_list``), encodes only the changed
-messages and hands the backend one atomic ``CommitPlan``. An equal list writes nothing; a grown
-list appends; an edit writes the edited rows. The cached head is trusted only while the stored
+The ledger keeps, per session, the digests it last committed (``Head``). A save aligns every
+given list with them by content (``planner.diff_list``), encodes only the messages that are new
+where they stand and hands the backend one atomic ``CommitPlan``. An equal list writes nothing; a
+grown list appends; an edit writes the edited rows; an insert, a deletion or a dropped prefix
+writes what it adds, and for a store that orders rows by rank keys the ledger assigns them
+(``ranks``). The cached head is trusted only while the stored
 version still matches it, so another process's commit is never planned against stale digests.
 """
 

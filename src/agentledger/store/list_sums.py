@@ -5,13 +5,16 @@ says that it is the row the load should have found: a damaged index entry can hi
 point at another version's row at the same position, and the result still decodes; and the id
 a loaded message shows comes from its row, before any body is decoded. So every commit records,
 per list, ``(length, digests, ids)``: the number of live messages, the sum of their digests (as
-128-bit integers) and the sum of the CRC-32 of their ids, both modulo 2**128.
+128-bit integers) and the sum of the CRC-32 of their ids followed by their ranks (see
+``ranks``), both modulo 2**128.
 
 A commit updates the sums from the rows it closes and puts, at the cost of the change; a load
 recomputes them from what it found (about 2 ms for 12,000 messages) and raises
 ``CorruptStoreError`` when they differ. A missing, extra or substituted row changes the digest
-sum, a changed id the id sum (CRC-32 catches every change of up to four bytes), and a moved row
-is caught by the positions check. A reader without ids (``read_head``) checks the rest.
+sum, a changed id or rank the id sum (CRC-32 catches every change of up to four bytes), and rows
+read out of rank order are caught by the loader. A reader without ids (``read_head``) checks the
+rest. Versions committed before ranks existed have sums of the ids alone (``Row`` without a
+rank), which ``apply`` and ``check`` take when no ranks are given.
 
 The session's named values are one more entry, under ``VALUES`` (a name no list can have): the
 count, the sum of the values' digests and of the CRC-32 of their names.
@@ -29,8 +32,8 @@ __all__ = ["VALUES", "Row", "Sums", "apply", "apply_values", "check", "of", "pac
 
 #: list name -> (length, sum of digests, sum of id checksums)
 Sums = dict[str, tuple[int, int, int]]
-#: ``(digest, msg_id)`` of one row, or ``(digest, name)`` of a value
-Row = tuple[bytes, str]
+#: ``(digest, msg_id, rank)`` of one message row, or ``(digest, name)`` of a value
+Row = tuple[bytes, str, bytes] | tuple[bytes, str]
 #: The entry that sums the session's values (list names are never empty).
 VALUES = ""
 
@@ -44,15 +47,26 @@ def _digests(digests: Iterable[bytes]) -> int:
     return sum(map(int.from_bytes, digests)) % _MOD
 
 
-def _ids(ids: Iterable[str]) -> int:
-    return sum(map(zlib.crc32, map(str.encode, ids))) % _MOD
+def _ids(ids: Iterable[str], ranks: Iterable[bytes] | None = None) -> int:
+    """The sum of the CRC-32 of each id, continued over its rank when ranks are given."""
+    crcs = map(zlib.crc32, map(str.encode, ids))
+    if ranks is not None:
+        crcs = map(zlib.crc32, ranks, crcs)
+    return sum(crcs) % _MOD
 
 
-def of(lists: Mapping[str, tuple[Sequence[bytes], Sequence[str]]]) -> Sums:
-    """The sums of lists given as ``(digests, ids)`` (empty lists are left out)."""
+def _row_ids(rows: Sequence[Row]) -> int:
+    ranked = bool(rows) and len(rows[0]) == 3
+    return _ids([r[1] for r in rows], [r[2] for r in rows] if ranked else None)  # type: ignore[misc]
+
+
+def of(
+    lists: Mapping[str, tuple[Sequence[bytes], Sequence[str], Sequence[bytes] | None]],
+) -> Sums:
+    """The sums of lists given as ``(digests, ids, ranks)`` (empty lists are left out)."""
     return {
-        name: (len(digests), _digests(digests), _ids(ids))
-        for name, (digests, ids) in lists.items()
+        name: (len(digests), _digests(digests), _ids(ids, ranks))
+        for name, (digests, ids, ranks) in lists.items()
         if digests
     }
 
@@ -76,8 +90,8 @@ def apply(
     if not after:
         sums.pop(name, None)
         return
-    digests += _digests(d for d, _ in put) - _digests(d for d, _ in closed)
-    ids += _ids(i for _, i in put) - _ids(i for _, i in closed)
+    digests += _digests(r[0] for r in put) - _digests(r[0] for r in closed)
+    ids += _row_ids(put) - _row_ids(closed)
     sums[name] = (after, digests % _MOD, ids % _MOD)
 
 
@@ -85,8 +99,8 @@ def apply_values(sums: Sums, closed: Sequence[Row], put: Sequence[Row]) -> None:
     """Update the ``VALUES`` entry for the values a commit closed and put."""
     count, digests, names = sums.get(VALUES, (0, 0, 0))
     count += len(put) - len(closed)
-    digests += _digests(d for d, _ in put) - _digests(d for d, _ in closed)
-    names += _ids(n for _, n in put) - _ids(n for _, n in closed)
+    digests += _digests(r[0] for r in put) - _digests(r[0] for r in closed)
+    names += _row_ids(put) - _row_ids(closed)
     if count:
         sums[VALUES] = (count, digests % _MOD, names % _MOD)
     else:
@@ -94,18 +108,19 @@ def apply_values(sums: Sums, closed: Sequence[Row], put: Sequence[Row]) -> None:
 
 
 def check(
-    found: Mapping[str, tuple[Sequence[bytes], Sequence[str] | None]],
+    found: Mapping[str, tuple[Sequence[bytes], Sequence[str] | None, Sequence[bytes] | None]],
     expected: Sums,
     where: str,
 ) -> None:
-    """Raise ``CorruptStoreError`` unless the lists ``found`` (name -> ``(digests, ids)``, ids
-    None where not read) have the ``expected`` sums. Errors name the list."""
+    """Raise ``CorruptStoreError`` unless the lists ``found`` (name -> ``(digests, ids,
+    ranks)``, ids None where not read, ranks None for sums of ids alone) have the ``expected``
+    sums. Errors name the list."""
     for name in sorted({*found, *expected}):
-        digests, ids = found.get(name, ((), ()))
+        digests, ids, ranks = found.get(name, ((), (), None))
         length, digest_sum, id_sum = expected.get(name, (0, 0, 0))
         try:
             if (len(digests), _digests(digests)) == (length, digest_sum) and (
-                ids is None or _ids(ids) == id_sum
+                ids is None or _ids(ids, ranks) == id_sum
             ):
                 continue
         except TypeError:  # a digest that is not bytes, an id that is not text

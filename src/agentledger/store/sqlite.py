@@ -3,15 +3,18 @@
 Every save is one ``BEGIN IMMEDIATE`` transaction that writes only the rows the plan names:
 closing a replaced row updates one small column, an append adds rows at the tail of the table
 and one entry to the live index, and full-text indexing is batched, so the cost follows the
-change, never the session. The schema and its migrations are in ``sqlite_schema``; the
+change, never the session. Rows are ordered by rank keys (``ranks``), so an insert, a deletion
+or a move writes the rows it adds and closes, never the rows after it; a dropped prefix is one
+row of ``list_floors``, and the rows under it stay as they are until ``purge_history``. The schema and its migrations are in ``sqlite_schema``; the
 connections (WAL, one shared writer per process, jittered retry instead of a busy handler, no
 memory map, reopened when the file is replaced) and the mapping of SQLite's errors to
 ``StoreError`` are in ``sqlite_db``.
 
 What comes back from the file is checked before it is used, since a damaged page can hold any
 value: every column's type (``typed``), a value's bytes against its digest, a blob's against
-its digest, the session's version against the first and last rows of ``versions``, and each
-list's rows against the length and digest sum its commit recorded (``list_sums``). Damage found
+its digest, the session's version against the first and last rows of ``versions``, each list's
+rows against the length, digest sum and id-and-rank sum its commit recorded (``list_sums``), and
+their order against their ranks. Damage found
 is ``CorruptStoreError``; message bodies are checked by the ledger as it decodes them.
 """
 
@@ -23,6 +26,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -43,9 +47,9 @@ from agentledger.store.base import (
     check_blobs,
     check_title,
     check_version,
-    lists_from_rows,
 )
 from agentledger.store.media import blob_refs
+from agentledger.store.ranks import plan_ranks
 from agentledger.store.sqlite_db import (
     Database,
     acquire,
@@ -55,17 +59,22 @@ from agentledger.store.sqlite_db import (
 )
 from agentledger.store.sqlite_rows import (
     LIVE_LISTS,
+    above_floors,
     check_sums,
     find_session,
+    floors_at,
     fts_query,
     incarnation,
     live_list,
+    live_ranks,
     micros,
+    ranked_lists,
     rows_live_at,
     sums_at,
     sums_now,
     timestamp,
     typed,
+    typed_row,
 )
 from agentledger.store.sqlite_schema import flush_fts, migrate
 
@@ -111,6 +120,8 @@ class SqliteStore(Store):
     return ``StoredMsg.text`` empty: the text is kept for the full-text index only, and the
     ledger rebuilds messages from ``body``.
     """
+
+    ranked = True
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "normal") -> None:
         if synchronous.lower() not in ("normal", "full"):
@@ -272,39 +283,25 @@ class SqliteStore(Store):
             if found is None:
                 return None
             sid, version, _, life, _ = found
-            rows = conn.execute(
-                "SELECT list, position, digest FROM messages "
-                "WHERE sid = ? AND version_to IS NULL ORDER BY list, position",
-                (sid,),
-            ).fetchall()
+            where = self._where(key)
+            floors = floors_at(conn, sid, None, where)
+            names = typed(conn.execute(LIVE_LISTS, (sid, sid)).fetchall(), "s", where)
+            lists: dict[str, list[bytes]] = {}
+            ranks: dict[str, list[bytes]] = {}
+            for (name,) in names:
+                list_ranks, digests = live_ranks(conn, sid, name, floors.get(name), where)
+                if digests:
+                    ranks[name], lists[name] = list_ranks, digests
             values = conn.execute(
                 "SELECT name, digest FROM session_values WHERE sid = ? AND version_to IS NULL",
                 (sid,),
             ).fetchall()
-            where = self._where(key)
-            typed(rows, "sib", where)
             typed(values, "sb", where)
-            lists: dict[str, list[bytes]] = {}
-            for name, position, digest in rows:
-                digests = lists.setdefault(name, [])
-                if position != len(digests):
-                    raise self._gap(key, name, len(digests), position)
-                digests.append(digest)
             check_sums(conn, sid, version, lists, values, where)
-        return Head(version, lists, dict(values), life)
-
-    def _gap(self, key: SessionKey, name: str, expected: int, found: int) -> CorruptStoreError:
-        return CorruptStoreError(
-            f"session {key.session!r} list {name!r}: expected a live row at position "
-            f"{expected}, found {found}",
-            location=self._where(key, name),
-        )
+        return Head(version, lists, dict(values), life, ranks=ranks, floors=floors)
 
     @_translated
     def load(self, key: SessionKey, version: int | None = None) -> StoredState | None:
-        def gap(name: str, expected: int, found: int) -> CorruptStoreError:
-            return self._gap(key, name, expected, found)
-
         where = self._where(key)
         with self._read(snapshot=True) as conn:
             found = self._session(conn, key)
@@ -314,8 +311,12 @@ class SqliteStore(Store):
             check_version(version, oldest, latest)
             if version is None or version == latest:
                 at = latest
+                floors = floors_at(conn, sid, None, where)
                 names = typed(conn.execute(LIVE_LISTS, (sid, sid)).fetchall(), "s", where)
-                lists = {name: live_list(conn, sid, name, gap) for (name,) in names}
+                lists = {
+                    name: live_list(conn, sid, name, floors.get(name), where) for (name,) in names
+                }
+                lists = {name: rows for name, rows in lists.items() if rows.ids}
                 values = conn.execute(
                     "SELECT name, digest, raw FROM session_values "
                     "WHERE sid = ? AND version_to IS NULL",
@@ -325,15 +326,18 @@ class SqliteStore(Store):
                 at = version
                 params = (sid, at, sid, at, at)
                 rows = conn.execute(
-                    rows_live_at("messages", "list, position, msg_id, digest, body"), params
+                    rows_live_at("messages", "list, rank, msg_id, digest, body"), params
                 ).fetchall()
-                typed(rows, "si", where)  # ids, digests and bodies: see ``loaded_messages``
-                rows.sort(key=lambda r: (r[0], r[1]))
-                lists = lists_from_rows(rows, gap)
+                typed(rows, "sb", where)  # ids, digests and bodies: see ``loaded_messages``
+                rows.sort(key=itemgetter(0, 1))
+                floors = floors_at(conn, sid, at, where)
+                lists = above_floors(ranked_lists(rows, where), floors)
                 value_rows = rows_live_at("session_values", "name, digest, raw")
                 values = conn.execute(value_rows, params).fetchall()
             check_sums(conn, sid, at, lists, values, where)
-        return StoredState(at, lists, self._values(values, where), life, may_have_media=has_media)
+        return StoredState(
+            at, lists, self._values(values, where), life, may_have_media=has_media, floors=floors
+        )
 
     @staticmethod
     def _values(rows: list[Any], where: str) -> dict[str, bytes]:
@@ -414,18 +418,33 @@ class SqliteStore(Store):
         self._flush_fts()
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT s.session, m.list, m.position, m.msg_id, "
+                "SELECT s.session, m.sid, m.list, m.rank, f.floor, m.msg_id, "
                 "snippet(messages_fts, 0, '', '', '…', 16) "
                 "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
                 "JOIN sessions s ON s.sid = m.sid "
+                "LEFT JOIN list_floors f "
+                "ON f.sid = m.sid AND f.list = m.list AND f.version_to IS NULL "
                 "WHERE messages_fts MATCH ? AND s.tenant = ? AND m.version_to IS NULL "
-                "ORDER BY rank LIMIT ?",
+                "AND (f.floor IS NULL OR m.rank > f.floor) "
+                "ORDER BY messages_fts.rank LIMIT ?",
                 (match, tenant, limit),
             ).fetchall()
-        typed(rows, "ssiss", f"{self.location} {tenant}")
+            where = f"{self.location} {tenant}"
+            typed(rows, "sisbBss", where)
+            # A hit's position: the live rows above the floor ranked before it (an index count).
+            positions = [
+                conn.execute(
+                    "SELECT count(*) FROM messages WHERE sid = ? AND list = ? "
+                    "AND version_to IS NULL AND rank > ? AND rank < ?",
+                    (sid, name, floor or b"", rank),
+                ).fetchone()[0]
+                for _, sid, name, rank, floor, _, _ in rows
+            ]
         return [
             SearchHit(tenant, session, name, position, msg_id, snippet.replace("\n", " "))
-            for session, name, position, msg_id, snippet in rows
+            for (session, _, name, _, _, msg_id, snippet), position in zip(
+                rows, positions, strict=True
+            )
         ]
 
     # -- writing -------------------------------------------------------------------------
@@ -454,12 +473,16 @@ class SqliteStore(Store):
             else:
                 sid, stored, created = found
                 check_base(plan, stored, incarnation(sid, created))
-                sums = sums_at(conn, sid, stored, where)
+                sums, ranked = sums_at(conn, sid, stored, where)
+                if not ranked:  # recorded before ranks: computed afresh below
+                    sums = None
             for write in plan.lists:
-                before, closed = self._write_list(conn, key.tenant, sid, version, write, where)
+                before = sums.get(write.name, (0, 0, 0))[0] if sums is not None else None
+                before, left, put = self._write_list(
+                    conn, key.tenant, sid, version, write, before, where
+                )
                 if sums is not None:
-                    put = [(m.digest, m.msg_id) for _, m in write.puts]
-                    list_sums.apply(sums, write.name, before, closed, put, write.length, where)
+                    list_sums.apply(sums, write.name, before, left, put, write.length, where)
             if plan.media:  # a row now references stored media (see StoredState)
                 conn.execute("UPDATE sessions SET has_media = 1 WHERE sid = ?", (sid,))
             closed_values: list[list_sums.Row] = []
@@ -488,7 +511,7 @@ class SqliteStore(Store):
                 )
             conn.execute(
                 "INSERT INTO versions (sid, version, committed_at, appended, replaced, "
-                "truncated, values_changed, lists) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "truncated, values_changed, sums) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (sid, version, at, plan.appended, plan.replaced, plan.truncated,
                  len(plan.values), list_sums.pack(sums)),
             )  # fmt: skip
@@ -504,35 +527,83 @@ class SqliteStore(Store):
 
     @staticmethod
     def _write_list(
-        conn: sqlite3.Connection, tenant: str, sid: int, version: int, write: ListWrite, where: str
-    ) -> tuple[int, list[list_sums.Row]]:
-        """Apply one list's writes; return its live length before them and the ``(digest,
-        msg_id)`` of the rows they closed. A row the list should have and has not is
-        ``CorruptStoreError``."""
+        conn: sqlite3.Connection,
+        tenant: str,
+        sid: int,
+        version: int,
+        write: ListWrite,
+        before: int | None,
+        where: str,
+    ) -> tuple[int, list[list_sums.Row], list[list_sums.Row]]:
+        """Apply one list's write (see ``ranks``): close the rows it closes, raise the floor
+        over a dropped prefix (which updates no message row), insert the puts at their ranks.
+
+        ``before`` is the list's live length as the last commit recorded it (None: count the
+        rows). Returns it and the ``(digest, msg_id, rank)`` of the rows that left the list and
+        of those put. A row the list should have and has not is ``CorruptStoreError``.
+        """
         name = write.name
-        where_live = "sid = ? AND list = ? AND version_to IS NULL"
-        top = conn.execute(
-            f"SELECT max(position) FROM messages WHERE {where_live}", (sid, name)
-        ).fetchone()[0]
-        if not isinstance(top, int | None):
-            raise CorruptStoreError(f"{where}/{name}: a position is not a number", location=where)
-        length = 0 if top is None else top + 1
-        replaced = [p for p, _ in write.puts if p < length]
-        closed: list[list_sums.Row] = []
-        for start in range(0, len(replaced), _CHUNK):
-            chunk = replaced[start : start + _CHUNK]
-            closed += conn.execute(
-                f"UPDATE messages SET version_to = ? WHERE {where_live} "
-                f"AND position IN ({','.join('?' * len(chunk))}) RETURNING digest, msg_id",
+        floor_row = conn.execute(
+            "SELECT floor FROM list_floors WHERE sid = ? AND list = ? AND version_to IS NULL",
+            (sid, name),
+        ).fetchone()
+        floor = typed_row(floor_row, "b", where)[0] if floor_row else None
+        planned = write.ranks
+        if planned is None or before is None:  # a plan made without ranks, or legacy sums
+            old, _ = live_ranks(conn, sid, name, floor, where)
+            before = len(old)
+            if planned is None:
+                positions = sorted(p for p, _ in write.puts)
+                runs = write.kept_runs(before)
+                planned = plan_ranks(old, floor, runs, positions, write.length)
+        kept = sum(count for _, _, count in write.kept_runs(before))
+        if len(planned.closed_ranks) + planned.dropped != before - kept:
+            raise UserError(f"list {name!r}: the rank plan does not match the kept runs")
+        live = "sid = ? AND list = ? AND version_to IS NULL"
+        left: list[Any] = []
+        closing = planned.closed_ranks
+        for start in range(0, len(closing), _CHUNK):
+            chunk = closing[start : start + _CHUNK]
+            left += conn.execute(
+                f"UPDATE messages SET version_to = ? WHERE {live} "
+                f"AND rank IN ({','.join('?' * len(chunk))}) RETURNING digest, msg_id, rank",
                 (version, sid, name, *chunk),
             ).fetchall()
+        if len(left) != len(closing):
+            raise CorruptStoreError(
+                f"{where}/{name}: {len(left)} live rows closed where {len(closing)} should be",
+                location=where,
+            )
+        if planned.floor is not None:
+            hidden = conn.execute(
+                f"SELECT digest, msg_id, rank FROM messages WHERE {live} AND rank > ? "
+                "AND rank <= ?",
+                (sid, name, floor or b"", planned.floor),
+            ).fetchall()
+            if len(hidden) != planned.dropped:
+                raise CorruptStoreError(
+                    f"{where}/{name}: {len(hidden)} live rows under the new floor where "
+                    f"{planned.dropped} should be",
+                    location=where,
+                )
+            left += hidden
+            conn.execute(
+                f"UPDATE list_floors SET version_to = ? WHERE {live}", (version, sid, name)
+            )
+            conn.execute(
+                "INSERT INTO list_floors (sid, list, version_from, floor) VALUES (?, ?, ?, ?)",
+                (sid, name, version, planned.floor),
+            )
         insert = (
-            "INSERT INTO messages (sid, list, position, version_from, msg_id, digest, text, body) "
+            "INSERT INTO messages (sid, list, rank, version_from, msg_id, digest, text, body) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         plain = []
-        for position, m in write.puts:
-            row = (sid, name, position, version, m.msg_id, m.digest, m.text, m.body)
+        put: list[list_sums.Row] = []
+        puts = sorted(write.puts, key=itemgetter(0))
+        for (_, m), rank in zip(puts, planned.put_ranks, strict=True):
+            row = (sid, name, rank, version, m.msg_id, m.digest, m.text, m.body)
+            put.append((m.digest, m.msg_id, rank))
             refs = blob_refs(m.body)
             if not refs:
                 plain.append(row)
@@ -543,19 +614,7 @@ class SqliteStore(Store):
                 [(tenant, digest, row_id) for digest in refs],
             )
         conn.executemany(insert, plain)
-        if write.length < length:
-            closed += conn.execute(
-                f"UPDATE messages SET version_to = ? WHERE {where_live} AND position >= ? "
-                "RETURNING digest, msg_id",
-                (version, sid, name, write.length),
-            ).fetchall()
-        expected = len(replaced) + max(0, length - write.length)
-        if len(closed) != expected:
-            raise CorruptStoreError(
-                f"{where}/{name}: {len(closed)} live rows closed where {expected} should be",
-                location=where,
-            )
-        return length, typed(closed, "bs", where)
+        return before, typed(left, "bsb", where), put
 
     @_translated
     def delete(self, key: SessionKey) -> bool:
@@ -570,6 +629,7 @@ class SqliteStore(Store):
                 conn.execute(
                     f"DELETE FROM {table} WHERE sid = ? AND version_to IS NOT NULL", (sid,)
                 )
+            conn.execute("DELETE FROM list_floors WHERE sid = ?", (sid,))
             conn.execute("DELETE FROM versions WHERE sid = ?", (sid,))
             conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
             self._collect_blobs(conn, key.tenant)
@@ -584,6 +644,24 @@ class SqliteStore(Store):
             sid, latest, oldest, _, _ = found
             new_oldest = max(oldest, latest - keep_last + 1)
             removed = 0
+            # Floors only rise: a row at or below a list's floor at the oldest version kept is
+            # in no version kept.
+            for name, floor in floors_at(conn, sid, new_oldest, self._where(key)).items():
+                removed += conn.execute(
+                    "DELETE FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL "
+                    "AND rank <= ?",
+                    (sid, name, floor),
+                ).rowcount
+                removed += conn.execute(
+                    "DELETE FROM messages WHERE sid = ? AND version_to IS NOT NULL "
+                    "AND version_to > ? AND list = ? AND rank <= ?",
+                    (sid, new_oldest, name, floor),
+                ).rowcount
+            conn.execute(
+                "DELETE FROM list_floors WHERE sid = ? AND version_to IS NOT NULL "
+                "AND version_to <= ?",
+                (sid, new_oldest),
+            )
             for table in ("messages", "session_values"):
                 removed += conn.execute(
                     f"DELETE FROM {table} "

@@ -11,23 +11,28 @@ that selects a version's rows and a list's live rows, and the full-text query bu
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from bisect import bisect_right
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any
 
 from agentledger.errors import CorruptStoreError, UserError
 from agentledger.store import list_sums
-from agentledger.store.base import StoredList, check_positions, columns
+from agentledger.store.base import StoredList, columns
 
 __all__ = [
     "LIVE_LISTS",
+    "above_floors",
+    "check_order",
     "check_sums",
     "find_session",
+    "floors_at",
     "fts_query",
     "incarnation",
     "live_list",
+    "live_ranks",
     "micros",
+    "ranked_lists",
     "rows_live_at",
     "sums_at",
     "sums_now",
@@ -153,29 +158,78 @@ LIVE_LISTS = """
     SELECT name FROM names WHERE name IS NOT NULL
 """
 
-_LIVE = "FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL"
+_LIVE = "FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL AND rank > ?"
 
 
 def live_list(
-    conn: sqlite3.Connection, sid: int, name: str, gap: Callable[[str, int, int], Exception]
+    conn: sqlite3.Connection, sid: int, name: str, floor: bytes | None, where: str
 ) -> StoredList:
-    """One list's live rows, in order, as columns.
+    """One list's live rows above its ``floor``, in rank order, as columns (ranks included)."""
+    rows = conn.execute(
+        f"SELECT msg_id, digest, body, rank {_LIVE} ORDER BY rank", (sid, name, floor or b"")
+    ).fetchall()
+    ids, digests, bodies, ranks = columns(rows, 0, 4)
+    check_order(ranks, f"{where}/{name}")
+    return StoredList(ids, digests, bodies, ranks)
 
-    The rows carry no position: the unique index ``messages_live_position`` allows one live
-    row per position, so rows whose first position is 0 and last is ``len - 1`` hold every
-    position once. Only when they do not are the positions read, to name the first gap.
-    """
-    query = f"SELECT msg_id, digest, body {_LIVE} ORDER BY position"
-    rows = conn.execute(query, (sid, name)).fetchall()
-    span = conn.execute(
-        f"SELECT (SELECT min(position) {_LIVE}), (SELECT max(position) {_LIVE})",
-        (sid, name, sid, name),
-    ).fetchone()
-    if span != (0, len(rows) - 1):
-        found = conn.execute(f"SELECT position {_LIVE} ORDER BY position", (sid, name))
-        check_positions([position for (position,) in found], name, gap)
-    ids, digests, bodies = columns(rows, 0, 3)
-    return StoredList(ids, digests, bodies)
+
+def live_ranks(
+    conn: sqlite3.Connection, sid: int, name: str, floor: bytes | None, where: str
+) -> tuple[list[bytes], list[bytes]]:
+    """``(ranks, digests)`` of one list's live rows above its ``floor``, in rank order, read
+    from the live index alone."""
+    rows = conn.execute(
+        f"SELECT rank, digest {_LIVE} ORDER BY rank", (sid, name, floor or b"")
+    ).fetchall()
+    ranks, digests = columns(typed(rows, "bb", where), 0, 2)
+    check_order(ranks, f"{where}/{name}")
+    return ranks, digests
+
+
+def check_order(ranks: list[Any], where: str) -> None:
+    """Raise ``CorruptStoreError`` unless ``ranks`` are rank keys in ascending order (rows in
+    another order came through a damaged index; a damaged rank changes the id sums)."""
+    try:
+        if set(map(type, ranks)) <= {bytes} and sorted(ranks) == ranks:
+            return
+    except TypeError:
+        pass
+    raise CorruptStoreError(
+        f"{where}: rows out of order or a rank of the wrong type", location=where
+    )
+
+
+def floors_at(
+    conn: sqlite3.Connection, sid: int, version: int | None, where: str
+) -> dict[str, bytes]:
+    """Each list's floor at ``version`` (None: the latest), for lists that have one."""
+    if version is None:
+        rows = conn.execute(
+            "SELECT list, floor FROM list_floors WHERE sid = ? AND version_to IS NULL", (sid,)
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            rows_live_at("list_floors", "list, floor"), (sid, version, sid, version, version)
+        ).fetchall()
+    found = dict(typed(rows, "sb", where))
+    if len(found) != len(rows):
+        raise CorruptStoreError(f"{where}: a list has two floors", location=where)
+    return found
+
+
+def above_floors(lists: dict[str, StoredList], floors: dict[str, bytes]) -> dict[str, StoredList]:
+    """``lists`` (each in rank order) without the rows at or below their list's floor."""
+    out = {}
+    for name, rows in lists.items():
+        floor = floors.get(name)
+        cut = 0 if floor is None or rows.ranks is None else bisect_right(rows.ranks, floor)
+        if cut:
+            rows = StoredList(
+                rows.ids[cut:], rows.digests[cut:], rows.bodies[cut:], rows.ranks[cut:]
+            )
+        if rows.ids:
+            out[name] = rows
+    return out
 
 
 def fts_query(query: str) -> str:
@@ -192,39 +246,63 @@ def fts_query(query: str) -> str:
     return " ".join(terms)
 
 
+def ranked_lists(rows: list[Any], where: str) -> dict[str, StoredList]:
+    """Rows ``(list, rank, msg_id, digest, body)`` sorted by list and rank, as one
+    ``StoredList`` per list."""
+    lists: dict[str, StoredList] = {}
+    names = list(map(itemgetter(0), rows))
+    start = 0
+    while start < len(names):
+        name = names[start]
+        stop = start + names.count(name)  # sorted: the rows of one list are adjacent
+        ranks, ids, digests, bodies = columns(rows[start:stop], 1, 4)
+        check_order(ranks, f"{where}/{name}")
+        lists[name] = StoredList(ids, digests, bodies, ranks)
+        start = stop
+    return lists
+
+
 def incarnation(sid: int, created_at: int) -> str:
     """One life of a session: row ids can be reused after a delete, creation times are not."""
     return f"{sid}.{created_at}"
 
 
-def sums_at(conn: sqlite3.Connection, sid: int, version: int, where: str) -> list_sums.Sums | None:
-    """The list sums recorded at ``version`` (None if it was committed without them)."""
+def sums_at(
+    conn: sqlite3.Connection, sid: int, version: int, where: str
+) -> tuple[list_sums.Sums | None, bool]:
+    """The list sums recorded at ``version`` (None if it was committed without them), and
+    whether their id sums cover the ranks (versions committed since ranks exist)."""
     row = conn.execute(
-        "SELECT lists FROM versions WHERE sid = ? AND version = ?", (sid, version)
+        "SELECT lists, sums FROM versions WHERE sid = ? AND version = ?", (sid, version)
     ).fetchone()
-    if typed_row(row, "B", where) is None:
+    if typed_row(row, "BB", where) is None:
         raise CorruptStoreError(f"{where}: version {version} is not on record", location=where)
-    return None if row[0] is None else list_sums.unpack(row[0], where)
+    if row[1] is not None:
+        return list_sums.unpack(row[1], where), True
+    return (None if row[0] is None else list_sums.unpack(row[0], where)), False
 
 
 def sums_now(conn: sqlite3.Connection, sid: int, where: str) -> list_sums.Sums:
-    """The list sums of the session's live rows, read from them (once per session that was
-    last saved before sums were recorded)."""
+    """The list sums (over ranks) of the session's live rows, read from them (once per
+    session last saved before such sums were recorded)."""
     rows = conn.execute(
-        "SELECT list, digest, msg_id FROM messages WHERE sid = ? AND version_to IS NULL "
-        "ORDER BY list, position",
+        "SELECT list, rank, msg_id, digest, body FROM messages "
+        "WHERE sid = ? AND version_to IS NULL ORDER BY list, rank",
         (sid,),
     ).fetchall()
-    lists: dict[str, tuple[list[bytes], list[str]]] = {}
-    for name, digest, msg_id in typed(rows, "sbs", where):
-        digests, ids = lists.setdefault(name, ([], []))
-        digests.append(digest)
-        ids.append(msg_id)
+    lists = above_floors(
+        ranked_lists(typed(rows, "sbsb", where), where), floors_at(conn, sid, None, where)
+    )
+    found: dict[str, Any] = {n: (r.digests, r.ids, r.ranks) for n, r in lists.items()}
     values = conn.execute(
         "SELECT digest, name FROM session_values WHERE sid = ? AND version_to IS NULL", (sid,)
     ).fetchall()
-    lists[list_sums.VALUES] = ([d for d, _ in values], [n for _, n in typed(values, "bs", where)])
-    return list_sums.of(lists)
+    found[list_sums.VALUES] = (
+        [d for d, _ in values],
+        [n for _, n in typed(values, "bs", where)],
+        None,
+    )
+    return list_sums.of(found)
 
 
 def check_sums(
@@ -238,11 +316,13 @@ def check_sums(
     """Raise ``CorruptStoreError`` unless ``lists`` (name -> ``StoredList``, or the digests
     alone) and ``values`` (rows that start ``(name, digest)``) hold what the commit of
     ``version`` recorded; versions without a record pass."""
-    sums = sums_at(conn, sid, version, where)
+    sums, ranked = sums_at(conn, sid, version, where)
     if sums is not None:
-        found = {
-            name: (rows.digests, rows.ids) if isinstance(rows, StoredList) else (rows, None)
+        found: dict[str, Any] = {
+            name: (rows.digests, rows.ids, rows.ranks if ranked else None)
+            if isinstance(rows, StoredList)
+            else (rows, None, None)
             for name, rows in lists.items()
         }
-        found[list_sums.VALUES] = ([v[1] for v in values], [v[0] for v in values])
+        found[list_sums.VALUES] = ([v[1] for v in values], [v[0] for v in values], None)
         list_sums.check(found, sums, where)

@@ -5,13 +5,15 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
 - ``sessions``: one row per ``(tenant, session)`` with a small integer ``sid`` that every other
   table uses, so a long tenant or session id is stored once, not in every row and index entry.
 - ``messages``: every row ever put, live from ``version_from`` until ``version_to`` (NULL while
-  live). Two *partial* indexes keep each write cheap: ``messages_live`` covers exactly the live
+  live), at its ``rank`` (a rank key, see ``ranks``; step 5 renamed ``position`` to it). A row
+  at or below its list's floor (``list_floors``, versioned as values are) is not in the list. Two *partial* indexes keep each write cheap: ``messages_live`` covers exactly the live
   rows and holds the digest, so ``read_head`` never touches a body; ``messages_dead`` covers only
   closed rows, so an append does not touch it at all.
 - ``session_values``: named values, versioned the same way.
-- ``versions``: one row per commit (what ``history`` returns), with ``lists``: the length and
-  digest sum of every list at that version (``list_sums``), which a load checks its rows
-  against. NULL in rows committed before migration 4: those versions load unchecked.
+- ``versions``: one row per commit (what ``history`` returns), with ``sums``: the length,
+  digest sum and id-and-rank sum of every list at that version (``list_sums``), which a load
+  checks its rows against. Versions committed before step 5 have ``lists`` instead (sums of
+  ids alone); before step 4, neither: those versions load unchecked.
 - ``sessions_by_id``: the session keys once more, in the other column order: every lookup by
   key confirms through it what the table's own unique index found.
 - ``blobs`` / ``blob_refs``: large media stored once per tenant by digest; ``blob_refs`` says which
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from agentledger.errors import CorruptStoreError, StoreError
+from agentledger.store.ranks import position_rank
 
 __all__ = [
     "MIGRATIONS",
@@ -44,11 +47,13 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One schema step. ``statements`` run in order inside the migrating transaction."""
+    """One schema step. ``statements`` run in order inside the migrating transaction, after
+    ``prepare`` (if any) has defined the SQL functions they use on the connection."""
 
     id: int
     name: str
     statements: tuple[str, ...]
+    prepare: Callable[[sqlite3.Connection], None] | None = None
 
 
 _INITIAL = (
@@ -224,12 +229,52 @@ _INTEGRITY = (
     "CREATE UNIQUE INDEX sessions_by_id ON sessions (session, tenant)",
 )
 
+# Rank keys instead of positions (see ``ranks``): a shift writes the rows it adds, never the
+# rows after it. Every row, live or closed, gets the rank of its position, which keeps the order
+# of every past version. The column keeps the INTEGER type the first step declared (SQLite cannot
+# change it in place); it holds BLOBs, which sort byte by byte. ``list_floors`` holds each
+# list's floor, versioned as values are: rows ranked at or below the floor live at a version are
+# not in the list at it. ``versions.sums`` records list sums whose id sums cover the ranks;
+# ``versions.lists`` keeps those of versions committed before this step.
+_RANKS = (
+    "ALTER TABLE messages RENAME COLUMN position TO rank",
+    "UPDATE messages SET rank = position_rank(rank)",
+    """
+    CREATE TABLE list_floors (
+        id INTEGER PRIMARY KEY,
+        sid INTEGER NOT NULL,
+        list TEXT NOT NULL,
+        version_from INTEGER NOT NULL,
+        version_to INTEGER,
+        floor BLOB NOT NULL
+    )
+    """,
+    "CREATE UNIQUE INDEX list_floors_live ON list_floors (sid, list) WHERE version_to IS NULL",
+    """
+    CREATE INDEX list_floors_dead ON list_floors (sid, version_to)
+    WHERE version_to IS NOT NULL
+    """,
+    "ALTER TABLE versions ADD COLUMN sums BLOB",
+    # The live index covers the ids too: raising a floor reads the rows it hides from it alone.
+    "DROP INDEX messages_live",
+    """
+    CREATE INDEX messages_live ON messages (sid, list, rank, digest, msg_id, version_to)
+    WHERE version_to IS NULL
+    """,
+)
+
+
+def _define_position_rank(conn: sqlite3.Connection) -> None:
+    conn.create_function("position_rank", 1, position_rank, deterministic=True)
+
+
 #: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL),
     Migration(2, "sessions.has_media", _HAS_MEDIA),
     Migration(3, "one live message per position", _LIVE_POSITION),
     Migration(4, "list sums in versions.lists; a second session key index", _INTEGRITY),
+    Migration(5, "rank keys, list floors, list sums over ranks", _RANKS, _define_position_rank),
 )
 
 _LEDGER = """
@@ -276,6 +321,8 @@ def migrate(conn: sqlite3.Connection, begin: Callable[[sqlite3.Connection], None
         for step in MIGRATIONS:
             if step.id in done:
                 continue
+            if step.prepare is not None:
+                step.prepare(conn)
             for statement in step.statements:
                 conn.execute(statement)
             conn.execute(
