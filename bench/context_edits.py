@@ -16,8 +16,8 @@ then saves one edit of each kind made by ``agentledger.context`` and reports wha
   is previewed: one row;
 - ``compact, keep 8``: the whole session but the last 8 messages replaced by one summary
   (``SummaryCompaction``);
-- ``compact, keep half``: the older half replaced by one summary. A save compares by position
-  today, so every kept message moves and is written again; this row shows that cost honestly.
+- ``compact, keep half``: the older half replaced by one summary. A save aligns the lists by
+  content, so the kept messages stay where they are stored and only the summary is written.
 
 Timing is printed for orientation only (one save, no repetition).
 """

@@ -1,11 +1,12 @@
 """SIGKILL during a schema migration, on SQLite and Postgres (JSONL has no schema to migrate:
 an older log format is read as it is).
 
-Each round makes the store look like one written before a migration that touches every
-message (on SQLite step 5, which maps each row's position to a rank key; on Postgres the last
-index, dropped and its step unrecorded, as ``test_postgres.py`` does), starts a writer that opens
-the store (which migrates it, over 6,000 messages) and then saves, and SIGKILLs it at a random moment. A fresh ledger must then migrate the store,
-load exactly the last acknowledged version (or the save in flight), and take the next save.
+Each round makes the store look like one written before a migration that touches every message (on
+SQLite step 5, which maps each row's position to a rank key; on Postgres the last index, dropped and
+its step unrecorded, as ``test_postgres.py`` does), starts a writer that opens the store (which
+migrates it, over 6,000 messages) and then saves, and SIGKILLs it at a random moment. A fresh ledger
+must then migrate the store, load exactly the last acknowledged version (or the save in flight), and
+take the next save.
 
 ``AGENTLEDGER_MIGRATE_KILLS`` sets the kills per backend (default 6; the full reliability run
 sets 50).

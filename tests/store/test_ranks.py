@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentledger import Msg
-from agentledger.store.planner import diff_list
+from agentledger.store.planner import diff_list, splice
 from agentledger.store.ranks import START, after, before, between, plan_ranks, position_rank
 
 _OPS = st.lists(
@@ -49,17 +49,17 @@ def test_ranks_stay_ascending_and_above_the_floor(ops: list[tuple[str, int, int]
             new[len(new) // 2 : len(new) // 2] = moved
         diff = diff_list([m.digest for m in msgs], new)
         planned = plan_ranks(ranks, floor, diff.runs, diff.changed, len(new))
-        assert all(a < b for a, b in zip(planned.ranks, planned.ranks[1:], strict=False))
-        assert [planned.ranks[p] for p in diff.changed] == planned.put_ranks
+        new_ranks = splice(ranks, diff.runs, zip(diff.changed, planned.put_ranks), len(new))
+        assert all(a < b for a, b in zip(new_ranks, new_ranks[1:], strict=False))
         if planned.floor is not None:
             assert floor is None or planned.floor > floor
             floor = planned.floor
-        assert floor is None or all(r > floor for r in planned.ranks)
+        assert floor is None or all(r > floor for r in new_ranks)
         left = set(planned.closed_ranks) | set(ranks[: planned.dropped])
-        kept = set(planned.ranks) - set(planned.put_ranks)
+        kept = set(new_ranks) - set(planned.put_ranks)
         assert left | kept == set(ranks) and not left & kept
         assert len(planned.closed) + planned.dropped == len(msgs) - diff.kept
-        msgs, ranks = new, planned.ranks
+        msgs, ranks = new, new_ranks
 
 
 def test_a_list_grown_at_both_ends_keeps_short_ranks() -> None:

@@ -1,10 +1,11 @@
 """The store contract: the few primitives a backend implements, and the records they exchange.
 
-A backend (``Store``) never decides *what* to write. ``Ledger`` aligns the caller's lists with
-the digests of the last commit (``planner``), encodes only the messages that are new where they
-stand, and hands the backend one ``CommitPlan``: per list, the committed rows kept (as runs) and
-the rows to put, and for a ``ranked`` store their rank keys (``ranks``). The backend applies it atomically, and only if the session is still
-at ``plan.base_version`` (optimistic concurrency); otherwise it raises ``ConflictError``.
+A backend (``Store``) never decides *what* to write. ``Ledger`` aligns the caller's lists with the
+digests of the last commit (``planner``), encodes only the messages that are new where they stand,
+and hands the backend one ``CommitPlan``: per list, the committed rows kept (as runs) and the rows
+to put, and for a ``ranked`` store their rank keys (``ranks``). The backend applies it atomically,
+and only if the session is still at ``plan.base_version`` (optimistic concurrency); otherwise it
+raises ``ConflictError``.
 
 Storage is non-destructive. Each stored message row is live from the version that put it until
 the version that replaced or truncated it (``version_to``); a load at version ``v`` returns the

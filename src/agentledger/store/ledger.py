@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,7 +46,7 @@ from agentledger.store.base import (
 )
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
-from agentledger.store.planner import ListDiff, diff_list, splice
+from agentledger.store.planner import ListDiff, diff_list, splice_into
 from agentledger.store.ranks import RankPlan, plan_ranks
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
 from agentledger.store.title import UNKNOWN, title_after_change
@@ -73,6 +74,44 @@ def _moved(title_at: int, diff: ListDiff) -> int:
         if old_start <= title_at < old_start + count:
             return new_start + title_at - old_start
     return UNKNOWN
+
+
+@dataclass(slots=True)
+class _Planned:
+    """A save's plan (None: nothing to write), and what the cached head needs once it commits:
+    the messages written to each list (in the order of its puts), the lists that had no
+    remembered messages (planned on a snapshot, remembered from now on), and where the title
+    comes from."""
+
+    plan: CommitPlan | None
+    written: dict[str, list[Msg]] = field(default_factory=dict)
+    snapshots: dict[str, list[Msg]] = field(default_factory=dict)
+    title_at: int = UNKNOWN
+
+
+def _advance_list(head: Head, write: ListWrite, planned: _Planned) -> None:
+    """Apply one committed list write to ``head`` in place (see ``planner.splice_into``)."""
+    name = write.name
+    digests = head.lists.setdefault(name, [])
+    old_length = len(digests)
+    runs = write.kept_runs(old_length)
+    positions = [p for p, _ in write.puts]
+    known = head.messages.get(name)
+    splice_into(digests, runs, [(p, row.digest) for p, row in write.puts], write.length)
+    if name in planned.snapshots:
+        head.messages[name] = planned.snapshots[name]
+    elif known is not None and len(known) == old_length:
+        splice_into(known, runs, list(zip(positions, planned.written[name])), write.length)
+    else:
+        head.messages.pop(name, None)
+    if write.ranks is not None:
+        ranks = head.ranks.setdefault(name, [])
+        splice_into(ranks, runs, list(zip(positions, write.ranks.put_ranks)), write.length)
+        if write.ranks.floor is not None:
+            head.floors[name] = write.ranks.floor
+    if not digests:
+        for found in (head.lists, head.messages, head.ranks):
+            found.pop(name, None)
 
 
 def _rank_plan(key: SessionKey, head: Head, name: str, diff: ListDiff) -> RankPlan:
@@ -321,8 +360,10 @@ class Ledger:
         ``None`` deletes it.
         """
         key = self.key(session, tenant)
-        # A snapshot of each list: what is planned, committed and remembered as committed is
-        # exactly this, whatever another thread does to the caller's list meanwhile.
+        # The caller's lists are read, not copied (a copy touches every message: see
+        # ``planner.splice_into``). What is committed and remembered is what the plan read: the
+        # committed messages it kept and the new ones it wrote, whatever another thread does to
+        # the caller's list meanwhile.
         lists = {check_list_name(n): self._check_messages(m) for n, m in (lists or {}).items()}
         encoded_values = {check_list_name(n): _check_value(n, v) for n, v in (values or {}).items()}
         with self._lock_for(key):
@@ -346,16 +387,17 @@ class Ledger:
                         actual=head.version,
                     )
                 try:
-                    plan, title_at = self._plan(key, head, lists, encoded_values)
+                    planned = self._plan(key, head, lists, encoded_values)
                 except AttributeError:
                     self._explain_bad_item(lists)
                     raise
+                plan = planned.plan
                 if plan is None:
                     if not verify:
                         verify = True
                         continue
-                    # the lists are equal to what is committed: remember these objects
-                    head.messages.update(lists)
+                    # the lists are equal to what is committed: remember them as messages
+                    head.messages.update(planned.snapshots)
                     self._keep(key, head)
                     return SaveReport(version=head.version, noop=True)
                 try:
@@ -371,7 +413,7 @@ class Ledger:
                 except BaseException:
                     self._forget(key)  # unknown outcome: re-read next time
                     raise
-                self._keep(key, self._advance(head, plan, incarnation, lists, title_at))
+                self._advance(key, head, planned, incarnation)
                 return SaveReport(
                     version=plan.version,
                     noop=False,
@@ -383,12 +425,13 @@ class Ledger:
                 )
 
     @staticmethod
-    def _check_messages(messages: Sequence[Msg]) -> list[Msg]:
-        """A copy of the list (items are checked when the plan reads their digests: an item
-        that is not a ``Msg`` fails there and ``_explain_bad_item`` says which)."""
+    def _check_messages(messages: Sequence[Msg]) -> Sequence[Msg]:
+        """The list, once it is a sequence (items are checked when the plan reads their
+        digests: an item that is not a ``Msg`` fails there and ``_explain_bad_item`` says
+        which)."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise UserError("messages must be a sequence of Msg (use sync() for dicts)")
-        return list(messages)
+        return messages
 
     @staticmethod
     def _explain_bad_item(lists: Mapping[str, Sequence[Msg]]) -> None:
@@ -405,29 +448,37 @@ class Ledger:
         self,
         key: SessionKey,
         head: Head,
-        lists: Mapping[str, list[Msg]],
+        lists: Mapping[str, Sequence[Msg]],
         values: Mapping[str, bytes | None],
-    ) -> tuple[CommitPlan | None, int]:
+    ) -> _Planned:
         """The commit that makes the session equal ``lists`` and ``values`` (None if it already
-        is), and where the context's derived title now comes from (see ``title``)."""
+        is), and what the head becomes once it commits (see ``_Planned``)."""
         plan = CommitPlan(
             key=key,
             base_version=head.version,
             committed_at=datetime.now(UTC),
             base_incarnation=head.incarnation,
         )
+        planned = _Planned(plan)
         context_changed: list[int] = []
         title_at = head.title_at
         for name, messages in lists.items():
-            diff = diff_list(head.lists.get(name, ()), messages, head.messages.get(name, ()))
+            committed = head.lists.get(name, [])
+            known = head.messages.get(name)
+            if known is None or len(known) != len(committed):
+                # no messages to compare objects with: plan on a snapshot, which becomes them
+                messages = planned.snapshots[name] = list(messages)
+                known = None
+            diff = diff_list(committed, messages, known or ())
             if diff.empty:
                 continue
             if name == CONTEXT:
                 context_changed = diff.changed
                 title_at = _moved(title_at, diff)
             puts = []
-            for position in diff.changed:
-                row, blobs = _stored(messages[position])
+            written = planned.written[name] = [messages[p] for p in diff.changed]
+            for position, msg in zip(diff.changed, written, strict=True):
+                row, blobs = _stored(msg)
                 puts.append((position, row))
                 plan.media.update(blobs)
             write = ListWrite(name, puts, diff.new_length, diff.runs)
@@ -444,7 +495,9 @@ class Ledger:
             elif raw is not None and current != digest_of(raw):
                 plan.values[name] = raw
         if not plan.lists and not plan.values:
-            return None, head.title_at
+            planned.plan = None
+            planned.title_at = head.title_at
+            return planned
         if _TITLE in plan.values:
             raw_title = plan.values[_TITLE]
             plan.title = decode_value(raw_title) if raw_title is not None else ""
@@ -464,7 +517,8 @@ class Ledger:
             title_at, derived = title_after_change(context, title_at, context_changed)
             if derived is not None:
                 plan.title = derived
-        return plan, title_at
+        planned.title_at = title_at
+        return planned
 
     def _committed_context(self, key: SessionKey, head: Head) -> list[Msg]:
         known = head.messages.get(CONTEXT)
@@ -473,38 +527,28 @@ class Ledger:
         stored = self.store.load(key, head.version) if head.version else None
         return self._decode(key, stored).lists.get(CONTEXT, []) if stored else []
 
-    @staticmethod
-    def _advance(
-        head: Head,
-        plan: CommitPlan,
-        incarnation: str,
-        saved: Mapping[str, list[Msg]],
-        title_at: int,
-    ) -> Head:
-        """The head after ``plan`` committed; ``saved`` are the lists the save committed."""
-        lists = dict(head.lists)
-        ranks, floors = dict(head.ranks), dict(head.floors)
-        for write in plan.lists:
-            old = lists.get(write.name, ())
-            runs = write.kept_runs(len(old))
-            digests = splice(old, runs, ((p, row.digest) for p, row in write.puts), write.length)
-            if digests:
-                lists[write.name] = digests
-            else:
-                lists.pop(write.name, None)
-            if write.ranks is not None:
-                ranks[write.name] = write.ranks.ranks
-                if write.ranks.floor is not None:
-                    floors[write.name] = write.ranks.floor
-        values = dict(head.values)
-        for name, raw in plan.values.items():
-            if raw is None:
-                values.pop(name, None)
-            else:
-                values[name] = digest_of(raw)
-        messages = {name: msgs for name, msgs in head.messages.items() if name in lists}
-        messages.update((name, msgs) for name, msgs in saved.items() if msgs)
-        return Head(plan.version, lists, values, incarnation, messages, title_at, ranks, floors)
+    def _advance(self, key: SessionKey, head: Head, planned: _Planned, incarnation: str) -> None:
+        """Make the cached ``head`` what ``planned.plan`` committed, in place, at the cost of
+        the change. Should that fail, the head is forgotten (read back on the next save)."""
+        plan = planned.plan
+        assert plan is not None
+        try:
+            for write in plan.lists:
+                _advance_list(head, write, planned)
+            for name, raw in plan.values.items():
+                if raw is None:
+                    head.values.pop(name, None)
+                else:
+                    head.values[name] = digest_of(raw)
+        except Exception:
+            self._forget(key)
+            return
+        self._keep(
+            key,
+            replace(
+                head, version=plan.version, incarnation=incarnation, title_at=planned.title_at
+            ),
+        )
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
         """Delete a session and all its history. True if it existed."""

@@ -29,7 +29,7 @@ from agentledger.store.base import (
     drop_dead_rows,
 )
 from agentledger.store.media import blob_refs
-from agentledger.store.planner import splice
+from agentledger.store.planner import splice_into
 from agentledger.store.ranks import plan_ranks
 
 __all__ = ["MemoryStore"]
@@ -212,23 +212,22 @@ class MemoryStore(Store):
         """Apply one list's write at version ``v``. Rows that leave are closed here and now,
         the floor's included: only the ranks of new rows need it (see ``ranks``)."""
         name = write.name
-        live = s.live.get(name, [])
-        open_rows = s.open_rows.get(name, [])
+        live = s.live.setdefault(name, [])
+        open_rows = s.open_rows.setdefault(name, [])
+        ranks = s.ranks.setdefault(name, [])
         runs = write.kept_runs(len(live))
         puts = sorted(write.puts, key=itemgetter(0))
         positions = [p for p, _ in puts]
-        planned = plan_ranks(
-            s.ranks.get(name, []), s.floors.get(name), runs, positions, write.length
-        )
+        planned = plan_ranks(ranks, s.floors.get(name), runs, positions, write.length)
         for row in open_rows[: planned.dropped]:
             row.version_to = v
         for i in planned.closed:
             open_rows[i].version_to = v
         new_rows = [_Row(rank, v, None, item) for (_, item), rank in zip(puts, planned.put_ranks)]
         s.rows.setdefault(name, []).extend(new_rows)
-        s.open_rows[name] = splice(open_rows, runs, zip(positions, new_rows), write.length)
-        s.live[name] = splice(live, runs, puts, write.length)
-        s.ranks[name] = planned.ranks
+        splice_into(open_rows, runs, list(zip(positions, new_rows)), write.length)
+        splice_into(live, runs, puts, write.length)
+        splice_into(ranks, runs, list(zip(positions, planned.put_ranks)), write.length)
         if planned.floor is not None:
             s.floors[name] = planned.floor
 

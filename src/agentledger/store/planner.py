@@ -27,7 +27,7 @@ from typing import Any
 
 from agentledger.messages import Msg
 
-__all__ = ["ListDiff", "diff_list", "digests_of", "splice"]
+__all__ = ["ListDiff", "diff_list", "digests_of", "splice", "splice_into"]
 
 #: Positions compared per C-level list comparison before falling back to a Python walk.
 _RUN = 256
@@ -74,25 +74,39 @@ class ListDiff:
         return self.closed - self.replaced
 
 
+def splice_into(
+    target: list[Any],
+    runs: Sequence[tuple[int, int, int]],
+    puts: Sequence[tuple[int, Any]],
+    new_length: int,
+) -> None:
+    """Turn ``target`` (the old list) into the new one in place: the items ``runs`` keep, and
+    each ``(position, item)`` of ``puts`` (ascending) put.
+
+    One slice assignment per gap between runs: kept items are moved by ``memmove``, never
+    copied one by one, so the cost of a save's bookkeeping stays near the size of its change
+    (copying a list touches every item's reference count, a cache miss per message).
+    """
+    old_length = len(target)
+    at = old_at = taken = 0  # target[:at] is final; target[at:] is old[old_at:]
+    for old_start, new_start, count in [*runs, (old_length, new_length, 0)]:
+        gap = new_start - at
+        target[at : at + old_start - old_at] = [item for _, item in puts[taken : taken + gap]]
+        taken += gap
+        at, old_at = new_start + count, old_start + count
+    if len(target) != new_length or taken != len(puts):
+        raise ValueError("the kept runs and the puts do not make the new list")
+
+
 def splice(
     old: Sequence[Any],
     runs: Sequence[tuple[int, int, int]],
     puts: Iterable[tuple[int, Any]],
     new_length: int,
 ) -> list[Any]:
-    """The new list: ``old``'s items kept by ``runs``, and each ``(position, item)`` put.
-
-    Slice copies in C: the cost of a save's bookkeeping stays near the size of its change.
-    """
-    if len(runs) == 1 and runs[0][:2] == (0, 0):
-        out = list(old[: runs[0][2]])  # the usual case: a kept prefix and a new tail
-        out.extend([None] * (new_length - len(out)))
-    else:
-        out = [None] * new_length
-        for old_start, new_start, count in runs:
-            out[new_start : new_start + count] = old[old_start : old_start + count]
-    for position, item in puts:
-        out[position] = item
+    """The new list made from a copy of ``old`` (see ``splice_into``)."""
+    out = list(old)
+    splice_into(out, runs, sorted(puts, key=lambda put: put[0]), new_length)
     return out
 
 

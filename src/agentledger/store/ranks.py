@@ -77,18 +77,18 @@ def position_rank(position: int) -> bytes:
 class RankPlan:
     """What one list write does to ranked rows.
 
-    ``put_ranks[i]`` is the rank of the ``i``-th put; ``closed`` the indexes (old positions) of
-    live rows that leave other than through the floor, ``closed_ranks`` their ranks; ``floor``
-    the new floor (None: kept), at or below which the old rows ``0 .. dropped - 1`` leave all at
-    once; ``ranks`` the new list's ranks, in order.
+    ``put_ranks[i]`` is the rank of the ``i``-th put (puts in ascending position order);
+    ``closed`` the indexes (old positions) of live rows that leave other than through the floor,
+    ``closed_ranks`` their ranks; ``floor`` the new floor (None: kept), at or below which the
+    old rows ``0 .. dropped - 1`` leave all at once. The new list's ranks are the old ones with
+    the same runs kept and the puts' ranks put (``planner.splice_into``).
     """
 
     put_ranks: list[bytes]
     closed: list[int]
+    closed_ranks: list[bytes]
     floor: bytes | None
     dropped: int
-    ranks: list[bytes]
-    closed_ranks: list[bytes]
 
 
 def plan_ranks(
@@ -101,48 +101,39 @@ def plan_ranks(
     """Ranks for a list write: the old list's ranks ``old`` (and its floor), the kept ``runs``
     ``(old_start, new_start, count)`` and the new positions written, ascending.
 
-    Each run of puts between two kept rows gets ranks between theirs. The old rows before the
-    first kept one leave through a new floor (all of them, when nothing is kept); every other
-    old row that leaves is closed.
+    Each stretch of puts between two kept rows gets ranks between theirs. The old rows before
+    the first kept one leave through a new floor (all of them, when nothing is kept); every
+    other old row that leaves is closed. The cost is that of the runs and puts, not of the list.
     """
-    new_ranks: list[bytes | None] = [None] * new_length
-    closed: list[int] = []
-    # Runs ascend in both lists, so the old rows before the first run are never kept: they
-    # leave as one floor. The rows between runs leave one by one.
+    if sum(count for _, _, count in runs) + len(put_positions) != new_length:
+        raise ValueError("the kept runs and the puts do not cover the new list exactly")
+    # Runs ascend in both lists, so the old rows before the first run are never kept.
     dropped = runs[0][0] if runs else len(old)
+    new_floor = old[dropped - 1] if dropped else None
+    closed: list[int] = []
     next_old = dropped
-    for old_start, new_start, count in runs:
-        new_ranks[new_start : new_start + count] = old[old_start : old_start + count]
+    for old_start, _, count in runs:
         closed.extend(range(next_old, old_start))
         next_old = old_start + count
     closed.extend(range(next_old, len(old)))
-    new_floor = old[dropped - 1] if dropped else None
-    low_bound = new_floor if new_floor is not None else floor
-    at = 0
-    while at < len(put_positions):
-        start = put_positions[at]
-        stop = at
-        while stop + 1 < len(put_positions) and put_positions[stop + 1] == put_positions[stop] + 1:
-            stop += 1
-        count = stop - at + 1
-        end = start + count  # new positions start .. end - 1 are puts
-        low = new_ranks[start - 1] if start else low_bound
-        high = new_ranks[end] if end < new_length else None
-        if high is None:
-            made = after(low, count)
-        elif low is None:
-            made = before(high, count)
-        else:
-            made = between(low, high, count)
-        new_ranks[start:end] = made
-        at = stop + 1
-    if sum(count for _, _, count in runs) + len(put_positions) != new_length:
-        raise ValueError("the kept runs and the puts do not cover the new list exactly")
-    return RankPlan(
-        [new_ranks[p] for p in put_positions],  # type: ignore[misc]
-        closed,
-        new_floor,
-        dropped,
-        new_ranks,  # type: ignore[arg-type]
-        [old[i] for i in closed],
-    )
+    put_ranks: list[bytes] = []
+    last = new_floor if new_floor is not None else floor  # the rank before the next new row
+    at = 0  # index into put_positions
+    for old_start, new_start, count in [*runs, (len(old), new_length, 0)]:
+        stretch = 0  # the puts before this run fill new positions up to its start
+        while at + stretch < len(put_positions) and put_positions[at + stretch] < new_start:
+            stretch += 1
+        if stretch:
+            high = old[old_start] if count else None
+            if high is None:
+                made = after(last, stretch)
+            elif last is None:
+                made = before(high, stretch)
+            else:
+                made = between(last, high, stretch)
+            put_ranks += made
+            last = made[-1]
+            at += stretch
+        if count:
+            last = old[old_start + count - 1]
+    return RankPlan(put_ranks, closed, [old[i] for i in closed], new_floor, dropped)

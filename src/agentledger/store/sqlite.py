@@ -1,14 +1,14 @@
 """``sqlite:///file.db``: the embedded default backend, on the standard library's ``sqlite3``.
 
-Every save is one ``BEGIN IMMEDIATE`` transaction that writes only the rows the plan names:
-closing a replaced row updates one small column, an append adds rows at the tail of the table
-and one entry to the live index, and full-text indexing is batched, so the cost follows the
-change, never the session. Rows are ordered by rank keys (``ranks``), so an insert, a deletion
-or a move writes the rows it adds and closes, never the rows after it; a dropped prefix is one
-row of ``list_floors``, and the rows under it stay as they are until ``purge_history``. The schema and its migrations are in ``sqlite_schema``; the
-connections (WAL, one shared writer per process, jittered retry instead of a busy handler, no
-memory map, reopened when the file is replaced) and the mapping of SQLite's errors to
-``StoreError`` are in ``sqlite_db``.
+Every save is one ``BEGIN IMMEDIATE`` transaction that writes only the rows the plan names: closing
+a replaced row updates one small column, an append adds rows at the tail of the table and one entry
+to the live index, and full-text indexing is batched, so the cost follows the change, never the
+session. Rows are ordered by rank keys (``ranks``), so an insert, a deletion or a move writes the
+rows it adds and closes, never the rows after it; a dropped prefix is one row of ``list_floors``,
+and the rows under it stay as they are until ``purge_history``. The schema and its migrations are in
+``sqlite_schema``; the connections (WAL, one shared writer per process, jittered retry instead of a
+busy handler, no memory map, reopened when the file is replaced) and the mapping of SQLite's errors
+to ``StoreError`` are in ``sqlite_db``.
 
 What comes back from the file is checked before it is used, since a damaged page can hold any
 value: every column's type (``typed``), a value's bytes against its digest, a blob's against

@@ -6,9 +6,10 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
   table uses, so a long tenant or session id is stored once, not in every row and index entry.
 - ``messages``: every row ever put, live from ``version_from`` until ``version_to`` (NULL while
   live), at its ``rank`` (a rank key, see ``ranks``; step 5 renamed ``position`` to it). A row
-  at or below its list's floor (``list_floors``, versioned as values are) is not in the list. Two *partial* indexes keep each write cheap: ``messages_live`` covers exactly the live
-  rows and holds the digest, so ``read_head`` never touches a body; ``messages_dead`` covers only
-  closed rows, so an append does not touch it at all.
+  at or below its list's floor (``list_floors``, versioned as values are) is not in the list.
+  Two *partial* indexes keep each write cheap: ``messages_live`` covers exactly the live rows
+  and holds the digest and id, so ``read_head`` never touches a body; ``messages_dead`` covers
+  only closed rows, so an append does not touch it at all.
 - ``session_values``: named values, versioned the same way.
 - ``versions``: one row per commit (what ``history`` returns), with ``sums``: the length,
   digest sum and id-and-rank sum of every list at that version (``list_sums``), which a load
