@@ -37,7 +37,7 @@ from agentledger.messages import (
     decode,
     encode,
 )
-from agentledger.store import Ledger, SaveReport, SessionState
+from agentledger.store import Ledger, SaveReport, SessionState, TrackedList
 from agentledger.store.aio import AsyncLedger
 
 __version__ = "0.1.0"
@@ -89,6 +89,7 @@ __all__ = [
     "Tool",
     "ToolResultBlock",
     "ToolUseBlock",
+    "TrackedList",
     "Usage",
     "UserError",
     "VersionNotFoundError",

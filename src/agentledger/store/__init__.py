@@ -16,6 +16,7 @@ from agentledger.store.base import (
 from agentledger.store.ledger import Ledger
 from agentledger.store.memory import MemoryStore
 from agentledger.store.state import SaveReport, SessionState
+from agentledger.store.tracked import TrackedList
 from agentledger.store.urls import open_store
 
 _BACKENDS = {
@@ -52,6 +53,7 @@ __all__ = [
     "StoredList",
     "StoredMsg",
     "StoredState",
+    "TrackedList",
     "VersionInfo",
     "open_store",
 ]

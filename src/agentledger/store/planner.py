@@ -124,12 +124,17 @@ def digests_of(msgs: Sequence[Msg]) -> list[bytes]:
 
 
 def diff_list(
-    committed: Sequence[bytes], new: Sequence[Msg], known: Sequence[Msg] = ()
+    committed: Sequence[bytes],
+    new: Sequence[Msg],
+    known: Sequence[Msg] = (),
+    *,
+    unchanged: int = 0,
 ) -> ListDiff:
     """Align ``new`` with the committed digests (see the module docstring).
 
     ``known``, when given, holds the committed messages themselves (``known[i].digest ==
-    committed[i]``); it must then be as long as ``committed``.
+    committed[i]``); it must then be as long as ``committed``. ``unchanged`` leading messages
+    are known to equal the committed ones (a ``TrackedList``'s record) and are not compared.
     """
     if not isinstance(committed, list):
         committed = list(committed)
@@ -141,7 +146,7 @@ def diff_list(
         old = committed
         ours = digests_of(new)
         digest_at = ours.__getitem__
-    return _Aligner(committed, old, ours, digest_at).diff()
+    return _Aligner(committed, old, ours, digest_at).diff(unchanged)
 
 
 def _digest_reader(msgs: list[Msg]) -> Any:
@@ -225,11 +230,12 @@ class _Aligner:
                 return i
         return -1
 
-    def diff(self) -> ListDiff:
+    def diff(self, unchanged: int = 0) -> ListDiff:
         n, m = len(self.old), len(self.new)
         runs: list[tuple[int, int, int]] = []
         changed: list[int] = []
-        prefix = self.run(0, 0, min(n, m))
+        unchanged = min(unchanged, n, m)
+        prefix = unchanged + self.run(unchanged, unchanged, min(n, m) - unchanged)
         if prefix:
             runs.append((0, 0, prefix))
         suffix = self.back_run(m, n, min(n, m) - prefix)

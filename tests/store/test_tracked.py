@@ -1,0 +1,137 @@
+"""``TrackedList``: whatever its methods do between saves, each save commits exactly its content,
+and the positions it records as unchanged are never compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentledger import Ledger, Msg, TrackedList
+from agentledger.store.planner import diff_list
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "append", "extend", "insert", "set", "set_slice", "del", "del_slice", "pop",
+                "remove", "clear", "reverse", "sort", "iadd", "save", "other_writer", "reopen",
+            ]
+        ),
+        st.integers(-30, 30),
+        st.integers(0, 4),
+    ),
+    max_size=40,
+)  # fmt: skip
+
+
+def _apply(live: TrackedList, op: str, at: int, count: int, made: list[int]) -> None:
+    def fresh(k: int) -> list[Msg]:
+        made[0] += k
+        return [Msg.user(f"n{made[0] - i}", id=f"n{made[0] - i}") for i in range(k)]
+
+    n = len(live)
+    if op == "append":
+        live.append(fresh(1)[0])
+    elif op in ("extend", "iadd"):
+        if op == "extend":
+            live.extend(fresh(count))
+        else:
+            live += fresh(count)
+    elif op == "insert":
+        live.insert(at, fresh(1)[0])
+    elif op == "set" and n:
+        live[at % n] = fresh(1)[0]
+    elif op == "set_slice":
+        live[at : at + count] = fresh(count // 2)
+    elif op == "del" and n:
+        del live[at % n]
+    elif op == "del_slice":
+        del live[at : at + count : 1 + count % 2]
+    elif op == "pop" and n:
+        live.pop(at % n)
+    elif op == "remove" and n:
+        live.remove(live[at % n])
+    elif op == "clear":
+        live.clear()
+    elif op == "reverse":
+        live.reverse()
+    elif op == "sort":
+        live.sort(key=lambda m: m.id)
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@settings(max_examples=60, deadline=None)
+@given(ops=_OPS)
+def test_every_save_commits_exactly_the_tracked_content(
+    backend: str, ops: list[tuple[str, int, int]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    url = "memory://" if backend == "memory" else f"sqlite:///{tmp_path_factory.mktemp('t')}/s.db"
+    ledger = Ledger(url)
+    other = Ledger(ledger.store)
+    ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(20)])
+    live = ledger.tracked("s")
+    made = [0]
+    for op, at, count in ops:
+        if op == "save":
+            ledger.save("s", live)
+            assert Ledger(ledger.store).messages("s") == list(live)
+        elif op == "other_writer":  # another writer's commit: the record no longer applies
+            other.save("s", [*other.messages("s"), Msg.user(f"o{made[0]}", id=f"o{made[0]}")])
+            made[0] += 1
+        elif op == "reopen":  # a new ledger: nothing is remembered, everything is compared
+            ledger = Ledger(ledger.store)
+        else:
+            _apply(live, op, at, count, made)
+    ledger.save("s", live)
+    assert Ledger(ledger.store).messages("s") == list(live)
+
+
+def test_a_tracked_append_compares_no_committed_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = Ledger("memory://")
+    ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(1000)])
+    live = ledger.tracked("s")
+    compared: list[int] = []
+    real = diff_list
+
+    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
+        compared.append(len(new) - unchanged)
+        return real(committed, new, known, unchanged=unchanged)
+
+    monkeypatch.setattr("agentledger.store.ledger.diff_list", spy)
+    live.append(Msg.assistant("reply", id="r"))
+    assert ledger.save("s", live).appended == 1
+    assert ledger.save("s", live).noop
+    live[-1] = live[-1].replace(content="edited")
+    assert ledger.save("s", live).replaced == 1
+    assert compared == [1, 0, 1]  # only what changed since the last save
+    plain = list(live)
+    plain.append(Msg.user("via a plain list", id="p"))
+    ledger.save("s", plain)  # a save of another list: the record no longer applies
+    live.append(Msg.user("tracked again", id="t"))
+    ledger.save("s", live)
+    assert compared[-1] == len(live)
+    assert Ledger(ledger.store).messages("s") == list(live)
+
+
+def test_unchanged_positions_are_not_compared() -> None:
+    committed = [Msg.user(f"m{i}", id=f"m{i}") for i in range(10)]
+    forged = [m.replace(content="changed behind the record") for m in committed[:5]]
+    new = [*forged, *committed[5:]]
+    digests = [m.digest for m in committed]
+    assert diff_list(digests, new, committed).changed == [0, 1, 2, 3, 4]
+    assert diff_list(digests, new, committed, unchanged=5).empty
+
+
+def test_a_tracked_list_behaves_as_a_list(tmp_path: Path) -> None:
+    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(5)]
+    live = TrackedList(msgs)
+    assert live == msgs and len(live) == 5 and live[1:3] == msgs[1:3] and msgs[2] in live
+    assert live.copy() == msgs and live.copy() is not live._items
+    assert repr(live).startswith("TrackedList([")
+    with Ledger(f"sqlite:///{tmp_path / 's.db'}") as ledger:
+        assert ledger.save("s", live).appended == 5  # a list never saved: compared in full
+        assert ledger.tracked("s") == msgs
+        assert ledger.tracked("nothing-here") == []
