@@ -18,7 +18,7 @@ from tests.store.test_jsonl_replay import FORMAT_1, _commit_ends, reseal
 KEY = SessionKey("default", "s")
 
 
-def test_a_format_1_log_is_compacted_into_a_checked_format_2_log(
+def test_a_format_1_log_is_compacted_into_a_checked_format_3_log(
     ledgers: Callable[[], Ledger], root: Path
 ) -> None:
     path = _log(root)
@@ -32,7 +32,7 @@ def test_a_format_1_log_is_compacted_into_a_checked_format_2_log(
     assert len(data) < len(FORMAT_1)
     records = [decoder.decode(line) for line in data.splitlines()]
     header = records[0]
-    assert isinstance(header, Header) and (header.format, header.oldest, header.id) == (2, 3, None)
+    assert isinstance(header, Header) and (header.format, header.oldest, header.id) == (3, 3, None)
     commits = [r for r in records if isinstance(r, Commit)]
     assert [c.v for c in commits] == [3, 4] and all(c.sum and c.crc for c in commits)
     assert reseal(data) == data  # every check in place and right

@@ -401,8 +401,8 @@ def test_a_format_1_log_still_loads_and_new_versions_carry_checks(
 def test_a_log_in_an_unknown_format_is_refused(ledgers: Callable[[], Ledger], root: Path) -> None:
     path = _log(root)
     path.parent.mkdir(parents=True)
-    path.write_bytes(FORMAT_1.replace(b'"format":1', b'"format":3'))
-    with pytest.raises(CorruptStoreError, match="unsupported log format 3"):
+    path.write_bytes(FORMAT_1.replace(b'"format":1', b'"format":4'))
+    with pytest.raises(CorruptStoreError, match="unsupported log format 4"):
         ledgers().load("s")
 
 

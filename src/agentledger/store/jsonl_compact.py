@@ -5,8 +5,10 @@ need. When the dead bytes left in the file then outweigh the live ones (``live_b
 store replaces the file by ``compacted``: a header, a snapshot of the oldest version kept, its
 commit record, then every later version's records copied byte for byte, each behind a commit
 record resealed for its new place. A copied version is checked against its commit record
-before it is written, so compaction never turns damage into a log that checks out. Format 1
-logs come out as format 2, with every check added; the session keeps its incarnation.
+before it is written, so compaction never turns damage into a log that checks out. The
+snapshot puts each list's rows at their positions at that version (rank order), so the keep
+records copied after it move the same rows they moved before. Logs of every format come out as
+format 3, with every check added; the session keeps its incarnation.
 """
 
 from __future__ import annotations
@@ -61,12 +63,12 @@ def compacted(log: SessionLog, read_span: Callable[[int, int], bytes]) -> bytes:
     out = [seal(header)]
     for name, rows in log.rows.items():
         alive = [r for r in rows if live_at(r.version_from, r.version_to, at)]
-        for r in sorted(alive, key=lambda r: r.position):
+        for position, r in enumerate(sorted(alive, key=lambda r: r.rank)):
             enc, body = embed(r.item.body)
             put = Put(
                 v=at,
                 list_name=name,
-                pos=r.position,
+                pos=position,
                 msg_id=r.item.msg_id,
                 digest=r.item.digest.hex(),
                 enc=enc,

@@ -1,16 +1,26 @@
 """The ``jsonl://`` record format: one JSON object per line, its checks, and how a save
 becomes lines.
 
-A session is one append-only file, one JSON object per line (format 2)::
+A session is one append-only file, one JSON object per line (format 3)::
 
-    {"op":"header","format":2,"tenant":"t","session":"s","created_at":"…","id":"5e…","crc":"…"}
+    {"op":"header","format":3,"tenant":"t","session":"s","created_at":"…","id":"5e…","crc":"…"}
     {"op":"put","v":3,"list":"context","pos":17,"id":"m17","digest":"9f…","body":{…message…}}
     {"op":"trunc","v":3,"list":"context","length":12}
+    {"op":"keep","v":4,"list":"context","runs":[1,0,11],"length":12}
     {"op":"set","v":3,"name":"summary","value":"…"}
     {"op":"del","v":3,"name":"summary"}
     {"op":"commit","v":3,"at":"…","appended":1,"replaced":0,"truncated":5,"values_changed":1,
      "title":"…","message_count":12,"sum":"…","crc":"…"}
     {"op":"purge","oldest":3,"at":"…","crc":"…"}
+
+A list write is positional (``put`` replaces the row at ``pos`` or appends one, ``trunc``
+cuts the list to ``length``) unless it moves rows: then it is one ``keep`` record, the rows
+that stay as flat ``old_start, new_start, count`` triples (ascending in both lists; every other
+row leaves), then a ``put`` for each new position no triple covers, in any order. A sliding
+window, an insert near the front, a deletion or a summary over a prefix thus writes its new
+messages and a few dozen bytes, never a line per row that moved. Format 3 (from which ``keep``
+exists) is what new logs say; a format 1 or 2 log may get ``keep`` records appended, which an
+older reader refuses as an unknown record rather than misreading.
 
 The records of version ``v`` precede its ``commit`` record and count only once it is read: a
 tail without one (a save cut short by a crash) is not part of the session. Message bodies are
@@ -25,7 +35,7 @@ sessions reads. ``sum`` is the CRC-32 of every byte between the previous commit 
 (or the start of the file) and this commit record: the records the commit closes. CRC-32
 detects every error confined to 32 bits, so every flipped byte. Format 1 logs (before the
 checks) still load; records added to them carry the checks, and compaction rewrites them as
-format 2. ``plan_records`` turns one ``CommitPlan`` into these lines; replaying them is
+format 3. ``plan_records`` turns one ``CommitPlan`` into these lines; replaying them is
 ``jsonl_replay``'s job.
 """
 
@@ -35,6 +45,7 @@ import base64
 import secrets
 import zlib
 from datetime import datetime
+from operator import itemgetter
 from types import UnionType
 from typing import TYPE_CHECKING
 
@@ -54,6 +65,7 @@ __all__ = [
     "DecodeErrors",
     "DelValue",
     "Header",
+    "Keep",
     "Purge",
     "Put",
     "Record",
@@ -66,6 +78,7 @@ __all__ = [
     "decoder",
     "embed",
     "encode_record",
+    "gaps",
     "header_decoder",
     "plan_records",
     "seal",
@@ -73,8 +86,8 @@ __all__ = [
     "unembed",
 ]
 
-FORMAT = 2  # written
-FORMATS = (1, 2)  # read
+FORMAT = 3  # written
+FORMATS = (1, 2, 3)  # read
 
 
 class BaseRecord(msgspec.Struct, tag_field="op", kw_only=True, omit_defaults=True):
@@ -109,6 +122,49 @@ class Trunc(Versioned, tag="trunc"):
     length: int
 
 
+class Keep(Versioned, tag="keep"):
+    """The rows of a list that stay, and where: ``runs`` holds ``(old_start, new_start,
+    count)`` triples flattened into one array (compact, and O(runs) to read)."""
+
+    list_name: str = msgspec.field(name="list")
+    runs: list[int]
+    length: int
+
+    def checked(self, old_length: int, most_puts: int) -> list[tuple[int, int, int]]:
+        """The runs, checked against a list of ``old_length`` rows: ascending, inside both
+        lists, and leaving at most ``most_puts`` positions to fill (so that a damaged length
+        is refused before anything is sized by it). Raises ``ValueError``."""
+        flat = self.runs
+        if len(flat) % 3:
+            raise ValueError("keep runs must come in (old_start, new_start, count) triples")
+        runs = list(zip(flat[0::3], flat[1::3], flat[2::3]))
+        old_at = new_at = kept = 0
+        for old_start, new_start, count in runs:
+            if count < 1 or old_start < old_at or new_start < new_at:
+                raise ValueError("keep runs must be non-empty and ascending")
+            old_at, new_at = old_start + count, new_start + count
+            kept += count
+        if old_at > old_length or new_at > self.length:
+            raise ValueError(
+                f"keep runs reach past the list ({old_length} rows, then {self.length})"
+            )
+        if not 0 <= self.length - kept <= most_puts:
+            raise ValueError(f"a keep record leaves {self.length - kept} positions to fill")
+        return runs
+
+
+def gaps(runs: list[tuple[int, int, int]], length: int) -> list[int]:
+    """The new positions below ``length`` that no run covers (the runs ascend), ascending:
+    where a keep write puts rows. O(runs + gaps), never O(length)."""
+    out: list[int] = []
+    at = 0
+    for _, new_start, count in runs:
+        out.extend(range(at, new_start))
+        at = max(at, new_start + count)
+    out.extend(range(at, length))
+    return out
+
+
 class SetValue(Versioned, tag="set", kw_only=True):
     name: str
     enc: str | None = None
@@ -138,7 +194,7 @@ class Purge(BaseRecord, tag="purge"):
     crc: str | None = None
 
 
-Record = Header | Put | Trunc | SetValue | DelValue | Commit | Purge
+Record = Header | Put | Trunc | Keep | SetValue | DelValue | Commit | Purge
 _encoder = msgspec.json.Encoder()
 decoder = msgspec.json.Decoder(Record)
 commit_decoder = msgspec.json.Decoder(Commit)
@@ -254,29 +310,23 @@ def _plan_records(plan: CommitPlan, log: SessionLog | None) -> Written:
         if n is None:
             n = len(log.live.get(write.name, ())) if log is not None else 0
         _check(write.name, str, "a list name")
+        if write.runs is not None and not _positional(write.kept_runs(n)):
+            # rows move: one keep record, then the new rows at their new positions
+            runs = write.runs
+            flat = [number for run in runs for number in run]
+            add(Keep(v=v, list_name=write.name, runs=flat, length=write.length))
+            for pos, item in sorted(write.puts, key=itemgetter(0)):
+                add(_put(v, write.name, pos, item), item)
+            lengths[write.name] = write.length
+            continue
         for pos, item in write.puts:
-            _check(item.msg_id, str, "a message id")
-            _check(item.digest, bytes | bytearray, "a digest")
-            _check(item.body, bytes | bytearray, "a message body")
             if not 0 <= pos <= n or pos >= write.length:
                 raise UserError(
                     f"list {write.name!r}: put at position {pos} of a list of {n} "
                     f"that should end at {write.length}"
                 )
             n += pos == n
-            enc, body = embed(item.body)
-            add(
-                Put(
-                    v=v,
-                    list_name=write.name,
-                    pos=pos,
-                    msg_id=item.msg_id,
-                    digest=item.digest.hex(),
-                    enc=enc,
-                    body=body,
-                ),
-                item,
-            )
+            add(_put(v, write.name, pos, item), item)
         if not 0 <= write.length <= n:
             raise UserError(f"list {write.name!r}: length {write.length} past its {n} rows")
         if write.length < n:
@@ -313,3 +363,25 @@ def _plan_records(plan: CommitPlan, log: SessionLog | None) -> Written:
     )
     out.append((commit, seal(commit), None))
     return out
+
+
+def _positional(runs: list[tuple[int, int, int]]) -> bool:
+    """Whether kept ``runs`` (checked) keep every row where it was: then puts and a trunc say
+    the same, as every log before format 3 said it."""
+    return all(old_start == new_start for old_start, new_start, _ in runs)
+
+
+def _put(v: int, name: str, pos: int, item: StoredMsg) -> Put:
+    _check(item.msg_id, str, "a message id")
+    _check(item.digest, bytes | bytearray, "a digest")
+    _check(item.body, bytes | bytearray, "a message body")
+    enc, body = embed(item.body)
+    return Put(
+        v=v,
+        list_name=name,
+        pos=pos,
+        msg_id=item.msg_id,
+        digest=item.digest.hex(),
+        enc=enc,
+        body=body,
+    )

@@ -6,6 +6,15 @@ what is a torn tail, and what is damage.
 version count only once its commit record is read, and only if the commit's checks hold (see
 ``jsonl_format``).
 
+A past version's order cannot come from positions once rows move (a ``keep`` record shifts
+every row after an insert). Each row gets a rank key instead (see ``ranks``), made during
+replay, so the same log always gives the same keys: an append takes the key after the last, a
+put in place the key of the row it replaces, and the puts of a ``keep`` write keys between
+their new neighbours' (``plan_ranks``). A version's list is its live rows sorted by key. This
+costs a key per row and C-level copies of the live list's keys per ``keep``, where keeping a
+per-version order would cost a list per version; rows that leave are closed as they leave (so
+no floor is needed, unlike the SQL stores).
+
 A torn tail is what a write cut short leaves, and nothing else: records of the next version
 that are complete and valid but have no commit record, then at most one final line without its
 newline that could still be the start of a record. It belongs to no version; it is reported
@@ -41,6 +50,7 @@ from agentledger.store.jsonl_format import (
     DecodeErrors,
     DelValue,
     Header,
+    Keep,
     Purge,
     Put,
     SetValue,
@@ -49,10 +59,13 @@ from agentledger.store.jsonl_format import (
     Written,
     checksum,
     decoder,
+    gaps,
     header_decoder,
     sealed,
     unembed,
 )
+from agentledger.store.planner import splice
+from agentledger.store.ranks import after, plan_ranks
 
 __all__ = [
     "Group",
@@ -69,7 +82,7 @@ __all__ = [
 
 @dataclass(slots=True)
 class Row:
-    position: int
+    rank: bytes  # a version's rows in order are its live rows sorted by rank
     version_from: int
     version_to: int | None
     item: StoredMsg
@@ -128,6 +141,7 @@ class SessionLog:
         self.message_count = 0
         self.updated_at: datetime | None = None
         self.live: dict[str, list[Row]] = {}
+        self.ranks: dict[str, list[bytes]] = {}  # of the live rows, in order
         self.rows: dict[str, list[Row]] = {}
         self.values: dict[str, list[ValueRow]] = {}
         self.groups: list[Group] = []
@@ -242,36 +256,64 @@ class SessionLog:
             raise self._corrupt(lineno, f"commit of version {v} follows version {self.version}")
         start = pending[0][3] if pending else commit_at
         meta = end - start
-        live_of, rows_of = self.live, self.rows
-        for rec, nbytes, line_no, _, item in pending:
+        live_of, rows_of, ranks_of = self.live, self.rows, self.ranks
+        holes: dict[str, dict[int, bytes]] = {}  # per list: positions a keep left to fill
+        for index, (rec, nbytes, line_no, _, item) in enumerate(pending):
             try:
                 if not isinstance(rec, Versioned) or rec.v != v:
                     raise ValueError(f"a record of another version inside version {v}")
                 if type(rec) is Put:  # the hot path: inlined
-                    live = live_of.get(rec.list_name)
+                    name = rec.list_name
+                    live = live_of.get(name)
                     if live is None:
-                        live = live_of[rec.list_name] = []
-                        rows_of.setdefault(rec.list_name, [])
+                        live = live_of[name] = []
+                        ranks_of[name] = []
+                        rows_of.setdefault(name, [])
+                    ranks = ranks_of[name]
                     text, position = None, rec.pos
                     if item is None:
                         body = bytes(rec.body) if rec.enc is None else unembed(rec.enc, rec.body)
                         item = StoredMsg(rec.msg_id, bytes.fromhex(rec.digest), body)
                     elif item.text:  # kept for search; loads return no text (it is not stored)
                         text, item = item.text, StoredMsg(item.msg_id, item.digest, item.body)
-                    row = Row(position, v, None, item, nbytes, text)
-                    if position == len(live):
-                        live.append(row)
+                    open_at = holes.get(name) if holes else None
+                    if open_at is not None:
+                        rank = open_at.pop(position, None)
+                        if rank is None:
+                            raise IndexError(
+                                f"put at position {position}, which the keep record of list "
+                                f"{name!r} does not leave open"
+                            )
+                        live[position] = Row(rank, v, None, item, nbytes, text)
+                    elif position == len(live):
+                        rank = after(ranks[-1] if ranks else None)[0]
+                        live.append(Row(rank, v, None, item, nbytes, text))
+                        ranks.append(rank)
                     elif 0 <= position < len(live):
-                        live[position].version_to = v
-                        live[position] = row
+                        old = live[position]
+                        old.version_to = v
+                        live[position] = Row(old.rank, v, None, item, nbytes, text)
                     else:
                         raise IndexError(f"put at position {position} of a list of {len(live)}")
-                    rows_of[rec.list_name].append(row)
+                    rows_of[name].append(live[position])
                     meta -= nbytes
+                elif type(rec) is Keep:
+                    if rec.list_name in holes:
+                        raise ValueError(f"a second keep record for list {rec.list_name!r}")
+                    holes[rec.list_name] = self._apply_keep(rec, v, len(pending) - index - 1)
+                elif type(rec) is Trunc and rec.list_name in holes:
+                    raise ValueError("a trunc record after the keep record of its list")
                 elif self._apply_other(rec, v, nbytes):
                     meta -= nbytes
             except (ValueError, IndexError) as exc:
                 raise self._corrupt(line_no, str(exc)) from None
+        for name, open_at in holes.items():
+            if open_at:
+                raise self._corrupt(
+                    lineno,
+                    f"version {v} leaves position {min(open_at)} of list {name!r} empty: its "
+                    "keep record opened it and no put filled it",
+                )
         info = VersionInfo(
             v, commit.at, commit.appended, commit.replaced, commit.truncated, commit.values_changed
         )
@@ -279,6 +321,24 @@ class SessionLog:
         self.version = v
         self.title, self.message_count = commit.title, commit.message_count
         self.updated_at = commit.at
+
+    def _apply_keep(self, rec: Keep, v: int, most_puts: int) -> dict[int, bytes]:
+        """Apply a keep record of version ``v`` (at most ``most_puts`` records follow it):
+        close the rows that leave, move the others (C-level copies), and return the positions
+        left open, each with the rank its put will take."""
+        name = rec.list_name
+        live = self.live.setdefault(name, [])
+        self.rows.setdefault(name, [])
+        runs = rec.checked(len(live), most_puts)
+        positions = gaps(runs, rec.length)
+        planned = plan_ranks(self.ranks.get(name, []), None, runs, positions, rec.length)
+        for row in live[: planned.dropped]:
+            row.version_to = v
+        for i in planned.closed:
+            live[i].version_to = v
+        self.live[name] = splice(live, runs, (), rec.length)
+        self.ranks[name] = planned.ranks
+        return dict(zip(positions, planned.put_ranks))
 
     def _apply_other(self, rec: BaseRecord, v: int, nbytes: int) -> bool:
         """Apply a trunc/set/del record of version ``v``; True if it holds a row (set)."""
@@ -290,6 +350,7 @@ class SessionLog:
             for row in live[rec.length :]:
                 row.version_to = v
             del live[rec.length :]
+            del self.ranks.setdefault(rec.list_name, [])[rec.length :]
             return False
         if isinstance(rec, SetValue | DelValue):
             rows = self.values.setdefault(rec.name, [])
@@ -373,7 +434,7 @@ class SessionLog:
             for name, rows in self.rows.items():
                 alive = [r for r in rows if live_at(r.version_from, r.version_to, at)]
                 if alive:
-                    alive.sort(key=lambda r: r.position)
+                    alive.sort(key=lambda r: r.rank)
                     lists[name] = StoredList.of([r.item for r in alive])
         values = {
             n: r.raw
