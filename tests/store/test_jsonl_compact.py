@@ -11,7 +11,7 @@ import pytest
 
 from agentledger.errors import CorruptStoreError, VersionNotFoundError
 from agentledger.store import Ledger, SessionKey
-from agentledger.store.jsonl_format import Commit, Header, decoder
+from agentledger.store.jsonl_format import Commit, Header, Keep, decoder
 from tests.store.test_jsonl import _log, _msgs
 from tests.store.test_jsonl_replay import FORMAT_1, _commit_ends, reseal
 
@@ -88,3 +88,33 @@ def test_compaction_writes_only_what_replays_to_the_same_state(
     fresh.save("s", _msgs(1))
     ledger.purge_history("s", keep_last=1)  # a compacted log compacts again
     assert ledgers(ratio=0.0).messages("s") == _msgs(1) and ledgers(ratio=0.0).version("s") == 7
+
+
+def test_compaction_after_shifts_keeps_every_version_on_record(
+    ledgers: Callable[[], Ledger], root: Path
+) -> None:
+    """The snapshot puts each row at its position at the oldest version kept (not at the
+    position it was written at, nor in the order rows were written), so the keep records copied
+    after it move the same rows."""
+    ledger = ledgers(ratio=0.0)
+    msgs = _msgs(6)
+    front, tail = _msgs(2, "front"), _msgs(2, "tail")
+    lists = [
+        msgs,
+        [front[0], *msgs],  # v2: an insert at the front, written after the rows it precedes
+        [front[0], *msgs[3:], *msgs[:3]],  # v3: a moved range
+        [front[1], *msgs[4:], *msgs[:3], tail[0]],  # v4: a summary and an append
+        [*msgs[5:], *msgs[:2], tail[1]],  # v5: a window and a deletion
+    ]
+    for new in lists:
+        ledger.save("s", new)
+    ledger.purge_history("s", keep_last=3)
+    data = _log(root).read_bytes()
+    assert reseal(data) == data
+    assert sum(isinstance(decoder.decode(line), Keep) for line in data.splitlines()) == 2
+    for reader in (ledger, ledgers(ratio=0.0)):
+        for version in (3, 4, 5):
+            assert reader.messages("s", version=version) == lists[version - 1], version
+    ledgers(ratio=0.0).save("s", [tail[0], *lists[-1]])
+    ledger.purge_history("s", keep_last=1)  # the snapshot of a shifted version compacts again
+    assert ledgers(ratio=0.0).messages("s") == [tail[0], *lists[-1]]

@@ -122,7 +122,7 @@ class Trunc(Versioned, tag="trunc"):
     length: int
 
 
-class Keep(Versioned, tag="keep"):
+class Keep(Versioned, tag="keep", kw_only=True):
     """The rows of a list that stay, and where: ``runs`` holds ``(old_start, new_start,
     count)`` triples flattened into one array (compact, and O(runs) to read)."""
 

@@ -65,7 +65,7 @@ from agentledger.store.jsonl_format import (
     unembed,
 )
 from agentledger.store.planner import splice
-from agentledger.store.ranks import after, plan_ranks
+from agentledger.store.ranks import START, plan_ranks
 
 __all__ = [
     "Group",
@@ -286,7 +286,7 @@ class SessionLog:
                             )
                         live[position] = Row(rank, v, None, item, nbytes, text)
                     elif position == len(live):
-                        rank = after(ranks[-1] if ranks else None)[0]
+                        rank = _after(ranks[-1]) if ranks else START
                         live.append(Row(rank, v, None, item, nbytes, text))
                         ranks.append(rank)
                     elif 0 <= position < len(live):
@@ -452,6 +452,11 @@ class SessionLog:
         return SessionInfo(
             h.tenant, h.session, title, count, self.version, h.created_at, self.updated_at
         )
+
+
+def _after(rank: bytes) -> bytes:
+    """``ranks.after(rank)[0]`` without its list: the append path of replay runs once a row."""
+    return (int.from_bytes(rank[:8].ljust(8, b"\0"), "big") + 1).to_bytes(8, "big")
 
 
 def self_checked(fmt: int, crc: str | None, line: bytes) -> bool:
