@@ -27,7 +27,7 @@ import pytest
 from reliability import record
 
 from agentledger.errors import CorruptStoreError, VersionNotFoundError
-from agentledger.messages import Msg
+from agentledger.messages import Msg, encode
 from agentledger.store import Ledger, SessionKey
 from agentledger.store.jsonl import JsonlStore
 from agentledger.store.jsonl_format import Commit, Header, Purge, checksum, decoder, seal
@@ -57,6 +57,25 @@ def _three_versions(ledger: Ledger) -> dict[int, tuple[int, list[Msg], dict]]:
         ledger.save_state("s", lists={"context": msgs_v}, values=values_v)
         states[v] = _state(ledger)
     return states
+
+
+def _shifted_versions(ledger: Ledger) -> dict[int, tuple[int, list[Msg], dict]]:
+    """Versions whose lists move rows (keep records): an insert near the front with a deletion
+    in the middle, then a summary over a prefix, a moved row and an append."""
+    m, new = _msgs(6), _msgs(2, "n")
+    summary = Msg.system("summary of m0 to m3", id="summary", created_at=None)
+    lists = [m, [m[0], new[0], m[1], m[2], m[4], m[5]], [summary, m[5], m[4], new[1]]]
+    values: list[dict] = [{"title": "first", "n": 1}, {"n": 2}, {"title": None}]
+    states = {}
+    for v, (msgs_v, values_v) in enumerate(zip(lists, values, strict=True), 1):
+        ledger.save_state("s", lists={"context": msgs_v}, values=values_v)
+        states[v] = _state(ledger)
+    return states
+
+
+#: The logs the byte-level tests damage: one of positional writes, one of shifts.
+BUILDERS = {"edits": _three_versions, "shifts": _shifted_versions}
+_OF = {"edits": "", "shifts": ", a log of shifts"}  # the report's titles
 
 
 def _line_ends(data: bytes) -> list[int]:
@@ -178,6 +197,112 @@ def test_records_that_contradict_the_log_are_corrupt(
         ledgers().load("s")
 
 
+# -- keep records: a writer's bug that moves rows wrongly is corrupt, never a different list ---
+def _drop_line(number: int) -> Callable[[bytes], bytes]:
+    def drop(data: bytes) -> bytes:
+        lines = data.splitlines(keepends=True)
+        return b"".join(lines[: number - 1] + lines[number:])
+
+    return drop
+
+
+def _add_after(number: int, line: bytes) -> Callable[[bytes], bytes]:
+    def add(data: bytes) -> bytes:
+        lines = data.splitlines(keepends=True)
+        return b"".join([*lines[:number], line, *lines[number:]])
+
+    return add
+
+
+def _swap(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
+    def swap(data: bytes) -> bytes:
+        assert data.count(old) == 1
+        return data.replace(old, new)
+
+    return swap
+
+
+KEEP_BUGS = {  # (the log changed and resealed, the line named, what the error says)
+    "a run past the old list": (_swap(b'"runs":[5,1,1]', b'"runs":[5,1,2]'), 15, "reach past"),
+    "runs out of order": (
+        _swap(b'"runs":[0,0,1,1,2,2,4,4,2]', b'"runs":[1,2,2,0,0,1,4,4,2]'),
+        11,
+        "ascending",
+    ),
+    "a broken triple": (_swap(b'"runs":[5,1,1]', b'"runs":[5,1]'), 15, "triples"),
+    "a length beyond its puts": (
+        _swap(b'"runs":[5,1,1],"length":4', b'"runs":[5,1,1],"length":40'), 15, "39 positions"
+    ),
+    "a position left open": (_drop_line(18), 19, "leaves position 3 of list 'context' empty"),
+    "a put over a kept row": (
+        _swap(b'"pos":2,"id":"m4"', b'"pos":1,"id":"m4"'), 17, "does not leave open"
+    ),
+    "a trunc after the keep": (
+        _add_after(15, b'{"op":"trunc","v":3,"list":"context","length":1}\n'),
+        16,
+        "trunc record after the keep",
+    ),
+    "a second keep": (
+        _add_after(15, b'{"op":"keep","v":3,"list":"context","runs":[],"length":0}\n'),
+        16,
+        "a second keep record",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(KEEP_BUGS))
+def test_keep_records_that_contradict_the_log_are_corrupt(
+    ledgers: Callable[[], Ledger], root: Path, case: str
+) -> None:
+    _shifted_versions(ledgers())
+    path = _log(root)
+    change, line, why = KEEP_BUGS[case]
+    path.write_bytes(reseal(change(path.read_bytes())))
+    with pytest.raises(CorruptStoreError, match=why) as info:
+        ledgers().load("s")
+    assert info.value.location == f"{path}:{line}"
+
+
+def test_an_unknown_record_is_refused_not_skipped(
+    ledgers: Callable[[], Ledger], root: Path
+) -> None:
+    """What a newer writer may add (as format 3 added ``keep``) is an error here, typed, with
+    its line: skipping it would load a different list."""
+    _shifted_versions(ledgers())
+    reading_on = ledgers()
+    assert reading_on.version("s") == 3
+    path = _log(root)
+    data = path.read_bytes()
+    newer = b'{"op":"rotate","v":4,"list":"context","by":1}\n'
+    last = decoder.decode(data.splitlines()[-1])
+    assert isinstance(last, Commit)
+    commit = seal(msgspec.structs.replace(last, v=4, sum=checksum(newer)))  # checks that hold
+    path.write_bytes(data + newer + commit)
+    for reader in (ledgers(), reading_on):  # read fresh, or read on from version 3
+        with pytest.raises(CorruptStoreError, match="not a valid record") as info:
+            reader.load("s")
+        assert info.value.location == f"{path}:21"
+
+
+def test_a_format_1_log_takes_keep_records(ledgers: Callable[[], Ledger], root: Path) -> None:
+    path = _log(root)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(FORMAT_1)
+    m = _old_msgs()
+    edited = m[1].replace(content="edited")
+    reader = ledgers()
+    moved = [m[3], m[0], edited, _msgs(1)[0]]
+    assert reader.save("s", moved).bytes_written == len(encode(m[3])) + len(encode(_msgs(1)[0]))
+    data = path.read_bytes()
+    assert data.startswith(FORMAT_1)
+    added = [decoder.decode(line) for line in data[len(FORMAT_1) :].splitlines()]
+    assert [type(r).__name__ for r in added] == ["Keep", "Put", "Put", "Commit"]
+    for fresh in (ledgers(), ledgers()):
+        assert fresh.messages("s") == moved
+        assert fresh.messages("s", version=4) == [m[0], edited, m[3]]
+        assert fresh.messages("s", version=2) == [m[0], edited, m[2]]
+
+
 # -- every flipped byte: an error or the exact committed state --------------------------------
 _MASKS = (0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF) if LONG else (0x01, 0x80)
 _SUBSTITUTES = b'\n\r\t\x00 "\\{}[]:,.-+0123456789abcdefnulrtxyzE' if LONG else b"\n"
@@ -233,15 +358,19 @@ def _flips(data: bytes, start: int) -> Iterator[tuple[int, int]]:
                 yield at, value
 
 
+@pytest.mark.parametrize("build", sorted(BUILDERS))
 @pytest.mark.parametrize("reader_at", [None, 1], ids=["fresh", "reading-on"])
 def test_every_flipped_byte_is_an_error_or_the_exact_state(
     ledgers: Callable[[], Ledger],
     root: Path,
     reader_at: int | None,
+    build: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
-    _three_versions(ledgers())
+    BUILDERS[build](ledgers())
+    data = _log(root).read_bytes()
+    assert data[_commit_ends(data)[0] :].count(b'{"op":"keep"') == (2 if build == "shifts" else 0)
     outcomes = _flip_trials(root, reader_at=reader_at)
     # every byte of a committed version is covered by a check: no flip goes unnoticed
     assert outcomes["exact"] == 0 and outcomes["corrupt"] > 1000
@@ -249,7 +378,7 @@ def test_every_flipped_byte_is_an_error_or_the_exact_state(
         print(f"\nbyte flips ({'reading on' if reader_at else 'fresh'}): {outcomes}")
     record(
         "damage",
-        f"JSONL byte flips, {'read on from version 1' if reader_at else 'read fresh'}",
+        f"JSONL byte flips, {'read on from version 1' if reader_at else 'read fresh'}" + _OF[build],
         backend="jsonl",
         scope="the whole log" if LONG else "the last two versions",
         trials=sum(outcomes.values()),
@@ -257,11 +386,12 @@ def test_every_flipped_byte_is_an_error_or_the_exact_state(
     )
 
 
+@pytest.mark.parametrize("build", sorted(BUILDERS))
 def test_flips_in_a_torn_tail_only_lose_the_torn_tail(
-    ledgers: Callable[[], Ledger], root: Path, caplog: pytest.LogCaptureFixture
+    ledgers: Callable[[], Ledger], root: Path, build: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
-    states = _three_versions(ledgers())
+    states = BUILDERS[build](ledgers())
     path = _log(root)
     data = path.read_bytes()
     torn = data[_commit_ends(data)[-2] : -40].replace(b'"v":3', b'"v":4')
@@ -278,7 +408,7 @@ def test_flips_in_a_torn_tail_only_lose_the_torn_tail(
             outcomes["corrupt"] += 1
     record(
         "damage",
-        "JSONL byte flips in a torn tail",
+        "JSONL byte flips in a torn tail" + _OF[build],
         backend="jsonl",
         trials=sum(outcomes.values()),
         outcomes=outcomes,
@@ -286,11 +416,12 @@ def test_flips_in_a_torn_tail_only_lose_the_torn_tail(
 
 
 # -- truncation: a torn tail recovers to the previous version ---------------------------------
+@pytest.mark.parametrize("build", sorted(BUILDERS))
 def test_truncation_at_every_offset_of_the_last_two_versions(
-    ledgers: Callable[[], Ledger], root: Path, caplog: pytest.LogCaptureFixture
+    ledgers: Callable[[], Ledger], root: Path, build: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR, logger="agentledger.store.jsonl")  # torn tails warn
-    states = _three_versions(ledgers())
+    states = BUILDERS[build](ledgers())
     path = _log(root)
     data = path.read_bytes()
     ends = _commit_ends(data)
@@ -309,7 +440,7 @@ def test_truncation_at_every_offset_of_the_last_two_versions(
     saves = sum(1 for cut in cuts if cut % 7 == 0 or cut in ends or cut + 1 in ends)
     record(
         "damage",
-        "JSONL truncated at every byte of the last two versions",
+        "JSONL truncated at every byte of the last two versions" + _OF[build],
         backend="jsonl",
         truncation_points=len(cuts),
         recovered_exactly=len(cuts),
