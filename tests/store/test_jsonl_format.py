@@ -159,3 +159,75 @@ def test_every_plan_reads_back_exactly_or_is_refused(plan: CommitPlan) -> None:
         assert info.message_count == (plan.message_count or 0)
         assert info.updated_at == plan.committed_at
         assert reader.history(KEY)[0].appended == plan.appended
+
+
+# -- list writes: positional ones as ever, moves as one keep record -----------------------------
+def _rows(tag: str, n: int) -> list[StoredMsg]:
+    names = [f"{tag}{i}".encode() for i in range(n)]
+    return [StoredMsg(m.decode(), m.ljust(16, b"-"), b'{"id":"%s"}' % m) for m in names]
+
+
+def _write(root: Path, base: int, write: ListWrite) -> None:
+    JsonlStore(root).commit(CommitPlan(KEY, base, datetime.now(UTC), [write]))
+
+
+def _ops_added(root: Path, before: int) -> list[str]:
+    data = _log(root, "s", "t").read_bytes()[before:]
+    return [line.split(b'"', 4)[3].decode() for line in data.splitlines()]
+
+
+def test_runs_that_keep_every_row_in_place_are_written_as_puts_and_a_trunc(root: Path) -> None:
+    old, new = _rows("a", 5), _rows("b", 2)
+    _write(root, 0, ListWrite("context", list(enumerate(old)), 5))
+    size = _log(root, "s", "t").stat().st_size
+    # the same positional write, once without runs and once with the runs it implies
+    _write(root, 1, ListWrite("context", [(1, new[0])], 3, runs=[(0, 0, 1), (2, 2, 1)]))
+    assert _ops_added(root, size) == ["put", "trunc", "commit"]
+    size = _log(root, "s", "t").stat().st_size
+    _write(root, 2, ListWrite("context", [(3, new[1])], 4, runs=[(0, 0, 3)]))
+    assert _ops_added(root, size) == ["put", "commit"]
+    loaded = JsonlStore(root).load(KEY)
+    assert loaded is not None
+    assert list(loaded.lists["context"].ids) == ["a0", "b0", "a2", "b1"]
+
+
+def test_a_keep_record_is_as_long_as_its_runs_not_its_list(root: Path) -> None:
+    rows = _rows("a", 200)
+    _write(root, 0, ListWrite("context", list(enumerate(rows)), 200))
+    size = _log(root, "s", "t").stat().st_size
+    summary = _rows("s", 1)[0]
+    _write(root, 1, ListWrite("context", [(0, summary)], 51, runs=[(150, 1, 50)]))
+    data = _log(root, "s", "t").read_bytes()[size:]
+    assert _ops_added(root, size) == ["keep", "put", "commit"]
+    assert (
+        data.splitlines()[0]
+        == b'{"op":"keep","v":2,"list":"context","runs":[150,1,50],"length":51}'
+    )
+    loaded = JsonlStore(root).load(KEY)
+    assert loaded is not None
+    assert list(loaded.lists["context"].ids) == ["s0", *(r.msg_id for r in rows[150:])]
+    at_1 = JsonlStore(root).load(KEY, version=1)
+    assert at_1 is not None and list(at_1.lists["context"].ids) == [r.msg_id for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("puts", "length", "runs"),
+    [
+        ([(0, 0)], 3, [(1, 0, 2)]),  # a put over a kept row
+        ([], 3, [(0, 0, 2)]),  # a position left empty
+        ([(0, 0)], 3, [(2, 1, 1), (1, 2, 1)]),  # runs out of order
+        ([(0, 0)], 4, [(1, 1, 3)]),  # a run past the old list
+        ([(0, 0)], 2, [(1, 1, 0)]),  # an empty run
+    ],
+)
+def test_runs_that_do_not_make_the_list_are_refused_before_writing(
+    root: Path, puts: list[tuple[int, int]], length: int, runs: list[tuple[int, int, int]]
+) -> None:
+    rows, new = _rows("a", 3), _rows("b", 2)
+    _write(root, 0, ListWrite("context", list(enumerate(rows)), 3))
+    before = _log(root, "s", "t").read_bytes()
+    write = ListWrite("context", [(p, new[i]) for p, i in puts], length, runs=runs)
+    with pytest.raises(UserError, match="list 'context'"):
+        _write(root, 1, write)
+    assert _log(root, "s", "t").read_bytes() == before
+    assert JsonlStore(root).read_version(KEY) == 1
