@@ -1,8 +1,9 @@
 """The child process of ``test_crash_ops.py`` (``python -m tests.store.crash_ops URL SEED``).
 
 It runs random operations on session "ops" of the store at URL until it is killed: appends,
-middle replaces, inserts and deletes that shift every later position, history purges, forks
-and imports (an export of "ops" imported as a new session). Around each operation it prints a
+middle replaces, inserts and deletes that shift every later position, summaries replacing a
+run of messages after the first (a prefix, but for the image), history purges, forks and
+imports (an export of "ops" imported as a new session). Around each operation it prints a
 JSON line (flushed) before and after, so the parent knows, whatever moment the SIGKILL hit,
 what was acknowledged and what was in flight:
 
@@ -52,9 +53,9 @@ def _first() -> Msg:
 
 
 def _edit(msgs: list[Msg], rng: random.Random, tag: str) -> tuple[str, list[Msg]]:
-    """One list edit: an append, a middle replace, or a shifting insert or delete."""
+    """One list edit: an append, a middle replace, or a shifting insert, delete or summary."""
     out = list(msgs) or [_first()]
-    kind = rng.choice(["append", "append", "replace", "insert", "delete"])
+    kind = rng.choice(["append", "append", "replace", "insert", "delete", "summary"])
     middle = rng.randrange(1, len(out) + 1)
     if kind == "append" or len(out) < 3:
         out.append(_message(tag))
@@ -63,6 +64,8 @@ def _edit(msgs: list[Msg], rng: random.Random, tag: str) -> tuple[str, list[Msg]
         out[middle] = out[middle].replace(content=f"replaced by {tag}")
     elif kind == "insert":
         out.insert(middle, _message(tag))
+    elif kind == "summary":
+        out[1 : max(middle, 3)] = [_message(f"{tag}-summary")]
     else:
         del out[min(middle, len(out) - 1)]
     return kind, out
