@@ -6,7 +6,7 @@ A session is one append-only file, one JSON object per line (format 3)::
     {"op":"header","format":3,"tenant":"t","session":"s","created_at":"…","id":"5e…","crc":"…"}
     {"op":"put","v":3,"list":"context","pos":17,"id":"m17","digest":"9f…","body":{…message…}}
     {"op":"trunc","v":3,"list":"context","length":12}
-    {"op":"keep","v":4,"list":"context","runs":[1,0,11],"length":12}
+    {"op":"keep","v":3,"list":"notes","runs":[1,0,11],"length":12}
     {"op":"set","v":3,"name":"summary","value":"…"}
     {"op":"del","v":3,"name":"summary"}
     {"op":"commit","v":3,"at":"…","appended":1,"replaced":0,"truncated":5,"values_changed":1,

@@ -8,12 +8,13 @@ version count only once its commit record is read, and only if the commit's chec
 
 A past version's order cannot come from positions once rows move (a ``keep`` record shifts
 every row after an insert). Each row gets a rank key instead (see ``ranks``), made during
-replay, so the same log always gives the same keys: an append takes the key after the last, a
-put in place the key of the row it replaces, and the puts of a ``keep`` write keys between
-their new neighbours' (``plan_ranks``). A version's list is its live rows sorted by key. This
-costs a key per row and C-level copies of the live list's keys per ``keep``, where keeping a
-per-version order would cost a list per version; rows that leave are closed as they leave (so
-no floor is needed, unlike the SQL stores).
+replay and held only in memory: an append takes the key after the last, a put in place the key
+of the row it replaces (the two are never live at once), and the puts of a ``keep`` the keys
+``plan_ranks`` makes between their new neighbours'. A past version's list is its live rows
+sorted by key. This is the cheapest order that survives shifts: a key per row, O(1) per append
+and put in place, and C-level copies of the live keys per ``keep``, where an order kept per
+version would copy the whole list at every version. Rows that leave are closed as they leave,
+so no floor is needed (the SQL stores leave a dropped prefix to one).
 
 A torn tail is what a write cut short leaves, and nothing else: records of the next version
 that are complete and valid but have no commit record, then at most one final line without its
