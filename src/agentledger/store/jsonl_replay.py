@@ -12,8 +12,8 @@ replay and held only in memory: an append takes the key after the last, a put in
 of the row it replaces (the two are never live at once), and the puts of a ``keep`` the keys
 ``plan_ranks`` makes between their new neighbours'. A past version's list is its live rows
 sorted by key. This is the cheapest order that survives shifts: a key per row, O(1) per append
-and put in place, and C-level copies of the live keys per ``keep``, where an order kept per
-version would copy the whole list at every version. Rows that leave are closed as they leave,
+and put in place, and C-level slice moves of the live keys per ``keep``, where an order kept
+per version would copy the whole list at every version. Rows that leave are closed as they leave,
 so no floor is needed (the SQL stores leave a dropped prefix to one).
 
 A torn tail is what a write cut short leaves, and nothing else: records of the next version
@@ -65,7 +65,7 @@ from agentledger.store.jsonl_format import (
     sealed,
     unembed,
 )
-from agentledger.store.planner import splice
+from agentledger.store.planner import splice_into
 from agentledger.store.ranks import START, plan_ranks
 
 __all__ = [
@@ -325,20 +325,21 @@ class SessionLog:
 
     def _apply_keep(self, rec: Keep, v: int, most_puts: int) -> dict[int, bytes]:
         """Apply a keep record of version ``v`` (at most ``most_puts`` records follow it):
-        close the rows that leave, move the others (C-level copies), and return the positions
-        left open, each with the rank its put will take."""
+        close the rows that leave, move the others in place (``splice_into``: slice moves in C),
+        and return the positions left open, each with the rank its put will take."""
         name = rec.list_name
         live = self.live.setdefault(name, [])
+        ranks = self.ranks.setdefault(name, [])
         self.rows.setdefault(name, [])
         runs = rec.checked(len(live), most_puts)
         positions = gaps(runs, rec.length)
-        planned = plan_ranks(self.ranks.get(name, []), None, runs, positions, rec.length)
+        planned = plan_ranks(ranks, None, runs, positions, rec.length)
         for row in live[: planned.dropped]:
             row.version_to = v
         for i in planned.closed:
             live[i].version_to = v
-        self.live[name] = splice(live, runs, (), rec.length)
-        self.ranks[name] = planned.ranks
+        splice_into(live, runs, [(p, None) for p in positions], rec.length)  # puts fill these
+        splice_into(ranks, runs, list(zip(positions, planned.put_ranks)), rec.length)
         return dict(zip(positions, planned.put_ranks))
 
     def _apply_other(self, rec: BaseRecord, v: int, nbytes: int) -> bool:
