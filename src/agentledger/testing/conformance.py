@@ -304,6 +304,36 @@ class StoreConformance(TrustConformance):
         ledger.save("s", after)
         assert open_ledger().messages("s") == after
 
+    def test_a_tracked_list_saves_exactly_what_it_holds(self, open_ledger: OpenLedger) -> None:
+        import random
+
+        rng = random.Random(99)
+        ledger = open_ledger()
+        ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(30)])
+        live = ledger.tracked("s")
+        for step in range(60):
+            fresh = Msg.user(f"n{step}", id=f"n{step}")
+            kind = rng.choice(["append", "insert", "set", "del", "pop", "slice", "other"])
+            at = rng.randrange(len(live) + 1)
+            if kind == "append":
+                live.append(fresh)
+            elif kind == "insert":
+                live.insert(at, fresh)
+            elif kind == "set" and live:
+                live[at % len(live)] = fresh
+            elif kind == "del" and live:
+                del live[at % len(live)]
+            elif kind == "pop" and live:
+                live.pop(0)
+            elif kind == "slice":
+                live[at : at + 3] = [fresh]
+            elif kind == "other":  # another writer: the next save compares everything
+                other = open_ledger()
+                other.save("s", [*other.messages("s"), Msg.user(f"o{step}", id=f"o{step}")])
+            if step % 3 == 2:
+                ledger.save("s", live)
+                assert open_ledger().messages("s") == list(live)
+
     # -- concurrency -------------------------------------------------------------------
     def test_expected_version_conflict(self, open_ledger: OpenLedger) -> None:
         a, b = open_ledger(), open_ledger()
