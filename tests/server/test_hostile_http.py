@@ -11,7 +11,7 @@ Threads committed before the run, and any the requests themselves commit, may on
 each committed version still loads exactly, and every thread passes strict validation. A
 second tenant's threads are never shown to the first.
 
-CI size: 300 generated requests; ``AGENTLEDGER_HTTP_FUZZ`` sets the number.
+CI size: 200 generated requests; ``AGENTLEDGER_HTTP_FUZZ`` sets the number.
 """
 
 from __future__ import annotations
@@ -296,7 +296,7 @@ def test_hostile_http_requests_are_refused_readably_and_lose_nothing(
     before = {tenant: committed(ledger, tenant) for tenant in ("acme", "zeta")}
     outcomes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
-    examples = knob("AGENTLEDGER_HTTP_FUZZ", 300)
+    examples = knob("AGENTLEDGER_HTTP_FUZZ", 200)
 
     @settings(
         max_examples=examples,

@@ -47,7 +47,7 @@ from tests.store import pg
 TENANTS = ["acme", "ACME", "acme/zeta", "zeta"]
 TOKENS = {f"token-for-{i}-tenant": tenant for i, tenant in enumerate(TENANTS)}
 BEARER = {tenant: f"Bearer token-for-{i}-tenant" for i, tenant in enumerate(TENANTS)}
-THREADS = ["t", "zeta/t", "../zeta/t", "t/messages", "acme", "%2e%2e%2fzeta", "_blobs"]
+THREADS = ["t", "zeta/t", "../zeta/t", "t/messages", "%2e%2e%2fzeta", "_blobs"]
 CONFIRM = [{"name": "confirm", "description": "ask the user", "parameters": {}}]
 IMAGE = base64.b64encode(os.urandom(6000)).decode()  # over the size that goes to a blob
 
@@ -96,11 +96,9 @@ def _bodies(thread: str, tenant: str) -> list[dict[str, Any]]:
     answer = {"id": "r1", "role": "tool", "toolCallId": "call_x", "content": "yes"}
     reference = {"id": "b1", "role": "user", "content": json.dumps({"$blob": "0" * 32})}
     return [
-        {"messages": [resent]},
-        {"messages": [resent, user("n1", f"new from {tenant}")]},
+        {"messages": [resent, reference]},
         {"messages": [resent, asked, answer], "tools": CONFIRM},
         {"messages": [answer], "tools": CONFIRM},
-        {"messages": [reference]},
         {"messages": []},
     ]
 
@@ -111,16 +109,16 @@ def _calls(app: Any, tenant: str) -> Iterator[tuple[str, str, dict[str, Any] | N
     for route in app.routes:
         methods = sorted((getattr(route, "methods", None) or {"GET"}) - {"HEAD"})
         convertors = getattr(route, "param_convertors", {})
-        for thread in THREADS if convertors else [""]:
-            path = route.path_format
-            for name, convertor in convertors.items():
-                slashes = "/" if type(convertor).__name__ == "PathConvertor" else ""
-                path = path.replace("{" + name + "}", quote(thread, safe=slashes))
-            for method in methods:
-                if method in ("POST", "PUT", "PATCH"):
+        for method in methods:
+            body_too = method in ("POST", "PUT", "PATCH")
+            for thread in THREADS if convertors or body_too else [None]:
+                path = route.path_format
+                for name, convertor in convertors.items():
+                    slashes = "/" if type(convertor).__name__ == "PathConvertor" else ""
+                    path = path.replace("{" + name + "}", quote(thread or "", safe=slashes))
+                if body_too:
                     for n, extra in enumerate(_bodies(thread or "t", tenant)):
-                        body = {"threadId": thread or "t", "runId": f"x{n}", **extra}
-                        yield method, path, body
+                        yield method, path, {"threadId": thread, "runId": f"x{n}", **extra}
                     continue
                 for query in ("", "?version=1", "?version=2", "?limit=1000"):
                     yield method, path + query, None
