@@ -139,8 +139,8 @@ MODES: dict[str, dict[str, str]] = {
         "AGENTLEDGER_CONTENTION_SAVES": "100",
         "AGENTLEDGER_HTTP_FUZZ": "5000",
         "AGENTLEDGER_LOAD_WORKERS": "4",
-        "AGENTLEDGER_LOAD_CLIENTS": "32",
-        "AGENTLEDGER_LOAD_RUNS": "60",
+        "AGENTLEDGER_LOAD_CLIENTS": "24",
+        "AGENTLEDGER_LOAD_RUNS": "30",
     },
 }
 

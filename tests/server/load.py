@@ -62,17 +62,23 @@ def start(store: str, workers: int, model: ModelServer, log: Path) -> tuple[Any,
 
 @dataclass
 class Tally:
-    """What a load run saw: every request's latency and how it ended, and for each thread the
-    user messages whose run finished (acknowledged), in the order they were sent."""
+    """What a load run saw: every request's latency and how it ended, for each thread the user
+    messages whose run finished (acknowledged), in the order they were sent, and the ids of
+    those refused because the thread stayed busy past the server's lease wait."""
 
     latencies: list[float] = field(default_factory=list)
     hydrate_latencies: list[float] = field(default_factory=list)
+    queued_latencies: list[float] = field(default_factory=list)  # runs on a shared thread
     outcomes: Counter[str] = field(default_factory=Counter)
     acknowledged: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    refused: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
 
-    async def post(self, http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Any:
-        """POST one run; the checked events, or ``None`` (counted) if it did not finish."""
+    async def post(
+        self, http: httpx.AsyncClient, url: str, body: dict[str, Any], *, busy_ok: bool = False
+    ) -> Any:
+        """POST one run; the checked events, or ``None`` (counted) if it did not finish. With
+        ``busy_ok`` a 409 (thread busy) is an expected refusal, not an error."""
         began = time.perf_counter()
         try:
             response = await http.post(url, json=body)
@@ -80,6 +86,10 @@ class Tally:
             self._failed(f"connection: {type(exc).__name__}", f"{body['threadId']}: {exc!r}")
             return None
         elapsed = time.perf_counter() - began
+        if busy_ok and response.status_code == 409:
+            self.outcomes["409 thread_busy"] += 1
+            self.refused.update(m["id"] for m in body["messages"])
+            return None
         if response.status_code != 200:
             self._failed(f"HTTP {response.status_code}", response.text[:300])
             return None
@@ -89,7 +99,8 @@ class Tally:
             self._failed(f"{end['type']} {end.get('code')}", str(end)[:300])
             return None
         hydrate = not body["messages"]
-        (self.hydrate_latencies if hydrate else self.latencies).append(elapsed)
+        kind = self.hydrate_latencies if hydrate else self.latencies
+        (self.queued_latencies if busy_ok else kind).append(elapsed)
         self.outcomes["hydrated" if hydrate else "RUN_FINISHED"] += 1
         if not hydrate:
             sent = body["messages"][-1]
@@ -130,13 +141,13 @@ async def client(
 
 async def shared_client(url: str, thread: str, name: str, runs: int, tally: Tally) -> None:
     """Runs on one thread that many clients share, each sending only its new message (the
-    delta): every run waits for the thread's lease, on whichever worker it lands."""
+    delta): every run waits for the thread's lease, on whichever worker it lands, and is
+    refused (409) if it waited longer than the server's lease wait."""
     async with httpx.AsyncClient(timeout=60) as http:
         for n in range(runs):
             message = {"id": f"{name}-s{n}", "role": "user", "content": f"{name} says {n}"}
-            await tally.post(
-                http, url, {"threadId": thread, "runId": f"{name}-{n}", "messages": [message]}
-            )
+            body = {"threadId": thread, "runId": f"{name}-{n}", "messages": [message]}
+            await tally.post(http, url, body, busy_ok=True)
 
 
 async def load(url: str, clients: int, runs: int) -> tuple[float, list[float]]:
