@@ -40,7 +40,7 @@ def current_test() -> str | None:
 
 def record(area: str, test: str, **figures: Any) -> None:
     """Append ``figures`` for ``test`` (a short title) in ``area`` (crash, damage, faults,
-    contention, hostile input) to the report file, if one is set."""
+    contention, hostile input, load, isolation) to the report file, if one is set."""
     path = os.environ.get(OUT_ENV)
     if not path:
         return

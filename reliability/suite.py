@@ -88,13 +88,39 @@ AREAS = (
     Area(
         "hostile input",
         "Hostile input",
-        "Every input is refused with a typed error or read exactly; never an untyped error.",
+        "Every input is refused with a typed error or read exactly; never an untyped error. "
+        "Over HTTP: every answer is a 2xx or a 4xx that says what was wrong, never a 5xx or a "
+        "dropped connection, and every committed version still loads exactly.",
         (
             "tests/messages/test_fuzz.py",
             "tests/store/test_import_fuzz.py",
             "tests/server/test_app.py::test_a_malformed_body_is_refused_with_a_readable_422",
             "tests/server/test_app.py::test_a_body_over_the_limit_is_refused_with_413",
+            "tests/server/test_hostile_http.py",
+            "tests/server/test_query_values.py",
+        ),
+    ),
+    Area(
+        "load",
+        "Load: server workers on one PostgreSQL",
+        "Under concurrent clients every acknowledged run is stored exactly once, in order, "
+        "answered, and strictly valid; runs queued on one busy thread all run in turn.",
+        (
+            "tests/server/test_load.py",
+            "tests/server/test_lease_waits.py",
+        ),
+    ),
+    Area(
+        "isolation",
+        "Isolation: tenants and offloaded files",
+        "A token never reads or changes another tenant's thread through any route of the app; "
+        "offloaded tool output is written only inside its root and read only by its own thread.",
+        (
             "tests/server/test_app.py::test_tokens_map_to_tenants_and_threads_stay_in_theirs",
+            "tests/server/test_isolation.py",
+            "tests/context/test_offload.py::test_hostile_call_ids_and_tool_names_write_only_inside_the_root",
+            "tests/context/test_offload.py::test_read_offloaded_never_reads_outside_the_root_or_the_session",
+            "tests/context/test_offload.py::test_a_symlink_out_of_the_root_is_refused",
         ),
     ),
 )
@@ -111,6 +137,10 @@ MODES: dict[str, dict[str, str]] = {
         "AGENTLEDGER_AGENT_KILLS": "100",
         "AGENTLEDGER_PG_FAULT_SAVES": "400",
         "AGENTLEDGER_CONTENTION_SAVES": "100",
+        "AGENTLEDGER_HTTP_FUZZ": "5000",
+        "AGENTLEDGER_LOAD_WORKERS": "4",
+        "AGENTLEDGER_LOAD_CLIENTS": "24",
+        "AGENTLEDGER_LOAD_RUNS": "30",
     },
 }
 

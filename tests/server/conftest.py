@@ -70,10 +70,17 @@ def parse_frames(body: str) -> list[dict[str, Any]]:
         event = json.loads(match.group(1))
         model = _events.validate_python(event)
         assert model.model_dump(by_alias=True, mode="json") == event
-        assert not _has_null(event), raw
+        assert not _has_null(_protocol_fields(event)), raw
         events.append(event)
     check_order(events)
     return events
+
+
+def _protocol_fields(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` without the application's own JSON (the state), where ``null`` is a value."""
+    if event["type"] in ("STATE_SNAPSHOT", "STATE_DELTA"):
+        return {k: v for k, v in event.items() if k not in ("snapshot", "delta")}
+    return event
 
 
 def _has_null(value: Any) -> bool:
@@ -144,6 +151,7 @@ def serving(app: Any) -> Iterator[str]:
     import uvicorn
 
     sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited: no 40 ms stalls
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)

@@ -238,7 +238,7 @@ class ReActAgent:
         run.version = state.version
         yield RunStarted(ctx.session_id, ctx.tenant, run.run_id, run.version)
         try:
-            async for event in self._resume(run, msgs, recover_only):
+            async for event in self._resume(run, msgs, recover_only or had_input):
                 yield event
             if recover_only:
                 return
@@ -389,10 +389,12 @@ class ReActAgent:
         return await tool.run(call, context)
 
     async def _resume(
-        self, run: _Run, msgs: list[Msg], recover_only: bool
+        self, run: _Run, msgs: list[Msg], keep_client_calls: bool
     ) -> AsyncIterator[AgentEvent]:
         """Answer calls a crash left without results, before anything new is appended. Calls
-        waiting for the client are left to the input that answers them (see ``lifecycle``)."""
+        waiting for the client are left to the input that answers them (see ``lifecycle``);
+        with ``keep_client_calls`` (recovering, or input the merge found nothing new in, such
+        as a client resending the thread it has) they stay waiting even without new input."""
         calls = unanswered_calls(run.context)
         if not calls:
             if run.pending:
@@ -402,7 +404,7 @@ class ReActAgent:
         to_run = []
         for call in calls:
             if state_of(run.pending, call.id) == CLIENT:
-                if recover_only or call.id in answered:
+                if call.id in answered or (keep_client_calls and not msgs):
                     continue
                 if not msgs:
                     raise UserError(

@@ -7,9 +7,9 @@
 - ``GET /health``: ``{"status": "ok"}`` when the store answers (no token needed).
 
 Refusals come before any event, as JSON ``{"error": {"code": ..., "message": ...}}``: 401 no or
-unknown token, 404 no such thread (in this tenant), 409 the thread is running, 413 the body is
-over the limit, 422 a body that is not a valid run (the message says which field), 503 the store
-is unreachable.
+unknown token, 404 no such thread (in this tenant) or no such version of it, 409 the thread is
+running, 413 the body is over the limit, 422 a body that is not a valid run (the message says
+which field), 503 the store is unreachable.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from agentledger.errors import (
     SessionNotFoundError,
     StoreUnavailableError,
     UserError,
+    VersionNotFoundError,
 )
 from agentledger.server.activity import ACTIVITY_VALUE, interleave
 from agentledger.server.auth import Auth, Unauthorized
@@ -51,6 +52,7 @@ _STATUS: list[tuple[type[BaseException], int, str]] = [
     (BodyTooLarge, 413, "body_too_large"),
     (SessionBusyError, 409, "thread_busy"),
     (SessionNotFoundError, 404, "thread_not_found"),
+    (VersionNotFoundError, 404, "version_not_found"),
     (StoreUnavailableError, 503, "store_unavailable"),
     (UserError, 422, "invalid_input"),
     (HistoryError, 422, "invalid_history"),
@@ -167,10 +169,16 @@ def create_app(
     return app
 
 
+_MAX_DIGITS = 18  # any such number fits every backend's 64-bit integer
+
+
 def _int(request: Any, name: str) -> int | None:
+    """A query value as a non-negative integer: ASCII digits only (``str.isdigit`` also takes
+    ``²`` and other scripts' digits, which ``int`` refuses) and at most 18 of them."""
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    if not raw.isdigit():
-        raise UserError(f"{name} must be a non-negative integer, got {raw!r}")
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > _MAX_DIGITS:
+        shown = raw if len(raw) <= 40 else raw[:40] + "..."
+        raise UserError(f"{name} must be a non-negative integer below 10**18, got {shown!r}")
     return int(raw)

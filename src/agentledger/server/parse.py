@@ -54,8 +54,9 @@ class RunRequest:
 
 async def read_body(chunks: AsyncIterator[bytes], limit: int, declared_length: str | None) -> bytes:
     """The whole body, refusing it as soon as it is known to exceed ``limit`` bytes."""
-    if declared_length is not None and declared_length.isdigit() and int(declared_length) > limit:
-        raise BodyTooLarge(f"the request body is {declared_length} bytes; the limit is {limit}")
+    declared = declared_length or ""
+    if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+        raise BodyTooLarge(f"the request body is {declared[:40]} bytes; the limit is {limit}")
     body = bytearray()
     async for chunk in chunks:
         body += chunk

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from agentledger.errors import SessionBusyError
 from agentledger.messages import Msg
 from agentledger.messages.codec import decode_deferred
 from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo
@@ -175,9 +176,27 @@ class AsyncLedger:
     async def lease(
         self, session: str, *, tenant: str | None = None, wait: float = 0.0
     ) -> AsyncIterator[None]:
-        """Hold the session's run lease for the body of an ``async with``."""
-        manager = self.sync.lease(session, tenant=tenant, wait=wait)
-        await asyncio.to_thread(manager.__enter__)
+        """Hold the session's run lease for the body of an ``async with``.
+
+        Waiting for a busy lease happens on the event loop (a try in a worker thread, then an
+        ``asyncio.sleep``), never inside a worker thread: runs queued on one busy thread would
+        otherwise fill the default executor and starve the holder's own loads and saves, so
+        every waiter ran into its deadline (HTTP 409) while the run it waited for stood still.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(wait, 0.0)
+        pause = 0.005
+        while True:
+            manager = self.sync.lease(session, tenant=tenant, wait=0.0)
+            try:
+                await asyncio.to_thread(manager.__enter__)
+                break
+            except SessionBusyError:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise
+                await asyncio.sleep(min(pause, left))
+                pause = min(pause * 2, 0.05)
         try:
             yield
         finally:
