@@ -597,18 +597,19 @@ class PostgresStore(Store):
         q, v = self._q, plan.version
         if plan.media:
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._blob_lock(plan.key)])
-        closed: dict[str, list[Any]] = {"lists": [], "ranks": []}
         floors: dict[str, list[Any]] = {"lists": [], "floors": []}
         rows: dict[str, list[Any]] = {k: [] for k in ("lists", "ranks", "ids", "digests")}
         rows.update(bodies=[], texts=[], refs=[])
+        at = {"version": v, "sid": sid}
         for write, planned in zip(plan.lists, ranks, strict=True):
             if len(planned.put_ranks) != len(write.puts):
                 raise _UserError(
                     f"list {write.name!r}: {len(write.puts)} puts but "
                     f"{len(planned.put_ranks)} ranks"
                 )
-            closed["lists"] += [write.name] * len(planned.closed_ranks)
-            closed["ranks"] += planned.closed_ranks
+            if planned.closed_ranks:  # an append or a dropped prefix closes nothing
+                closed = {"list": write.name, "ranks": planned.closed_ranks}
+                conn.execute(q.close_rows, {**at, **closed, "count": len(planned.closed_ranks)})
             if planned.floor is not None:
                 floors["lists"].append(write.name)
                 floors["floors"].append(planned.floor)
@@ -622,9 +623,6 @@ class PostgresStore(Store):
                 rows["bodies"].append(msg.body)
                 rows["texts"].append(_text(msg.text))
                 rows["refs"].append(b"".join(refs) if refs else None)
-        at = {"version": v, "sid": sid}
-        if closed["ranks"]:  # an append or a dropped prefix closes nothing: no statement
-            conn.execute(q.close_rows, {**at, **closed, "count": len(closed["ranks"])})
         if floors["lists"]:
             conn.execute(q.close_floors, {**at, "lists": floors["lists"]})
             conn.execute(q.insert_floors, {**at, **floors})

@@ -230,14 +230,15 @@ class Queries:
         self.bump_or_fail = (
             f"WITH moved AS ({self.bump}) SELECT 1 / (SELECT count(*)::int FROM moved)"
         )
-        # The closed rows are matched as whole keys, an index lookup on ``messages_live`` each
-        # (written as ``rank = ANY(...)``, a planner without statistics scans the session's
-        # rows). Every one must be live: fewer means the plan was made from ranks the store
-        # does not hold, and the statement fails with ``data_corrupted``.
+        # One statement per list, its closed rows matched as whole keys: an index lookup on
+        # ``messages_live`` each (written as ``rank = ANY(...)``, or joined to an unnest of
+        # lists and ranks, a planner without statistics scans the session's rows). Every one
+        # must be live: fewer means the plan was made from ranks the store does not hold, and
+        # the statement fails with ``data_corrupted``.
         self.close_rows = (
             f"WITH closed AS (UPDATE {s}.messages SET version_to = %(version)s "
-            "WHERE version_to IS NULL AND (sid, list, rank) IN (SELECT %(sid)s::bigint, u.l, u.r "
-            "FROM unnest(%(lists)s::text[], %(ranks)s::bytea[]) AS u(l, r)) RETURNING 1) "
+            "WHERE version_to IS NULL AND (sid, list, rank) IN "
+            "(SELECT %(sid)s::bigint, %(list)s::text, unnest(%(ranks)s::bytea[])) RETURNING 1) "
             "SELECT CASE WHEN count(*) = %(count)s THEN 0 ELSE "
             f"{s}.corrupt(count(*) || ' of the ' || %(count)s || ' rows the save closes are live') "
             "END FROM closed"
