@@ -341,11 +341,13 @@ class PostgresStore(Store):
             name = names[start]
             stop = start + names.count(name)  # the rows of one list are adjacent
             if stop - start == len(names):  # the usual single list: no slice copied
+                in_order = ranks
                 loaded = StoredList(ids, digests, bodies, ranks)
             else:
                 part = slice(start, stop)
-                loaded = StoredList(ids[part], digests[part], bodies[part], ranks[part])
-            if not all(map(operator.lt, loaded.ranks, loaded.ranks[1:])):  # type: ignore[index]
+                in_order = ranks[part]
+                loaded = StoredList(ids[part], digests[part], bodies[part], in_order)
+            if not all(map(operator.lt, in_order, in_order[1:])):
                 raise CorruptStoreError(
                     f"session {key.session!r} list {name!r} has two live rows at one rank",
                     location=f"{self.location} {key.tenant}/{key.session}/{name}",
@@ -565,9 +567,10 @@ class PostgresStore(Store):
         """The ``RankPlan`` of each list write: the ledger's, or, for a plan made without one
         (by hand), planned here from the live ranks and floor read in the transaction, after
         the bump (a round trip the ledger's saves never take)."""
+        given = [w.ranks for w in plan.lists if w.ranks is not None]
+        if len(given) == len(plan.lists):
+            return given
         missing = [w.name for w in plan.lists if w.ranks is None]
-        if not missing:
-            return [w.ranks for w in plan.lists]  # type: ignore[misc]
         pipe.sync()  # the bump (and its refusal) first
         args = {"sid": sid, "lists": missing}
         live = conn.cursor(binary=True).execute(self._q.list_ranks, args)
