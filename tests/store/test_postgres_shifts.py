@@ -336,6 +336,13 @@ def test_the_migration_from_positions_keeps_every_version_exact(
         f"SELECT rank FROM {tables}.messages WHERE msg_id = 'm100' AND version_to = 3"
     ).fetchone()
     assert dead is not None and bytes(dead[0]) == position_rank(100)
+    indexes = db.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
+        [tables.strip('"'), "messages"],
+    ).fetchall()
+    keys = {name: sql.partition(" USING btree ")[2] for name, sql in indexes}
+    assert keys["messages_live"] == "(sid, list, rank) WHERE (version_to IS NULL)"
+    assert keys["messages_pkey"] == "(sid, list, rank, version_from)"
     # shifts on the migrated rows: a window, a summary, an insert between two migrated rows
     latest = versions[-1]
     more = [
