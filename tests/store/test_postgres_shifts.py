@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentledger.errors import CorruptStoreError
+from agentledger.errors import ConflictError, CorruptStoreError
 from agentledger.messages import Msg, encode
 from agentledger.store import CommitPlan, Ledger, ListWrite, SessionKey, StoredMsg
 from agentledger.store import postgres_schema as ddl
@@ -167,7 +167,10 @@ def test_plans_made_without_ranks_are_ranked_by_the_store(open_store: OpenStore)
     ledger.save("s", msgs[4:])  # a floor below m4
 
     def commit(base: int, write: ListWrite) -> None:
-        store.commit(CommitPlan(key, base, datetime.now(UTC), lists=[write]))
+        # odd versions by the one-round-trip path (the session row known), even ones without
+        incarnation = store.read_stamp(key)[0] if base % 2 else ""
+        plan = CommitPlan(key, base, datetime.now(UTC), [write], base_incarnation=incarnation)
+        store.commit(plan)
 
     x, y, z = (Msg.user(t, id=t) for t in "xyz")
     commit(2, ListWrite("context", [(1, _row(x)), (6, _row(y))], 7))  # positional: edit, append
@@ -175,6 +178,8 @@ def test_plans_made_without_ranks_are_ranked_by_the_store(open_store: OpenStore)
     # kept runs given: m4 and x leave by a new floor, z goes below m6, m8 is closed
     commit(3, ListWrite("context", [(0, _row(z))], 5, [(2, 1, 2), (5, 3, 2)]))
     assert Ledger(open_store()).messages("s") == [z, msgs[6], msgs[7], msgs[9], y]
+    with pytest.raises(ConflictError):  # refused by the bump before the ranks are read
+        commit(3, ListWrite("context", [], 0))
     commit(4, ListWrite("context", [], 0))  # emptied: a floor above every row
     commit(5, ListWrite("context", [(0, _row(x))], 1))
     fresh = Ledger(open_store())
