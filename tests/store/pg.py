@@ -263,7 +263,9 @@ def measure_save_costs(
     """Median WAL bytes and milliseconds per save at ``size`` messages of ~1.25 KB.
 
     ``append`` adds one message, ``replace`` swaps the message in the middle, ``noop`` saves
-    the unchanged list; ``load`` reads the whole session through a new handle.
+    the unchanged list, ``delete`` drops the message in the middle, ``window`` drops the first
+    message and appends one, ``summary`` replaces the first 50 messages with one; ``load``
+    reads the whole session through a new handle.
     """
     msgs = [message(i) for i in range(size)]
     out: dict[str, dict[str, float]] = {}
@@ -291,6 +293,17 @@ def measure_save_costs(
         run("append", lambda r: msgs.append(message(size + r)))
         run("replace", lambda r: msgs.__setitem__(size // 2, message(1_000_000 + r)))
         run("noop", lambda r: None)
+        run("delete", lambda r: msgs.__delitem__(len(msgs) // 2))
+
+        def window(r: int) -> None:
+            del msgs[0]
+            msgs.append(message(2_000_000 + r))
+
+        def summary(r: int) -> None:
+            msgs[:50] = [Msg.system(f"summary {r}", id=f"summary{r}")]
+
+        run("window", window)
+        run("summary", summary)
         loads = []
         for _ in range(5):
             with _ledger(url, schema) as other:

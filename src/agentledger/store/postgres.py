@@ -3,12 +3,19 @@
 psycopg 3 with a connection pool. A commit is one transaction that first moves the session row
 from ``base_version`` to the new version (``UPDATE ... WHERE version = base``; the row lock makes
 concurrent committers queue, and the loser sees the new version and gets ``ConflictError``), then
-closes the replaced and truncated live rows and inserts the new ones, all pipelined. On a
-session whose row the ledger knows, that check fails the pipeline when the session moved, so
-nothing waits for its answer and the ledger need not read the version first: a save costs one
-round trip and O(changed rows) writes. The schema (``postgres_schema``) keeps bodies
-out of line, so closing a row never copies the message. A commit whose connection fails is never
-reported by guess: the store asks another connection whether it landed (``commit``).
+closes the rows that leave and inserts the new ones, all pipelined. On a session whose row the
+ledger knows, that check fails the pipeline when the session moved, so nothing waits for its
+answer and the ledger need not read the version first: a save costs one round trip and
+O(changed rows) writes. The schema (``postgres_schema``) keeps bodies out of line, so closing a
+row never copies the message.
+
+The store is ``ranked`` (see ``ranks``): rows are ordered by rank keys the ledger assigns, so an
+insert, a deletion or a moved range writes only the rows it adds and closes, and a dropped
+prefix (a sliding window, a summary replacing it) is one ``list_floors`` row: the rows below
+the floor stay as they are, hidden from that version on, until ``purge_history``.
+
+A commit whose connection fails is never reported by guess: the store asks another connection
+whether it landed (``commit``).
 
 The run lease is a session-level advisory lock held on one dedicated connection per store
 (``postgres_lease``): it is exclusive across every worker on every host, and it dies with its
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import operator
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,12 +61,13 @@ from agentledger.store.base import (
     check_blobs,
     check_title,
     check_version,
-    lists_from_rows,
+    columns,
     process_lock,
     snippet_around,
 )
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
+from agentledger.store.ranks import RankPlan, plan_ranks
 
 if TYPE_CHECKING:
     import psycopg
@@ -112,6 +121,7 @@ class PostgresStore(Store):
     """
 
     stamp_before_commit = False  # a commit checks version and incarnation (``_commit_known``)
+    ranked = True  # rows are ordered by ranks, a dropped prefix is a floor (see ``ranks``)
 
     def __init__(
         self,
@@ -196,17 +206,18 @@ class PostgresStore(Store):
         if self._ready:
             return
         with self._errors("setup"), self._pool.connection() as conn:
-            if self._applied(conn) < ddl.MIGRATIONS[-1][0]:
+            if not {version for version, _, _ in ddl.MIGRATIONS} <= self._applied(conn):
                 self._migrate(conn)
         self._ready = True
 
-    def _applied(self, conn: psycopg.Connection[Any]) -> int:
+    def _applied(self, conn: psycopg.Connection[Any]) -> set[int]:
+        """The migrations recorded as applied (every missing one is applied, not only newer
+        ones)."""
         table = f'"{self.schema}".schema_migrations'
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [table]).fetchone()
         if not row or not row[0]:
-            return 0
-        row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {table}").fetchone()
-        return int(row[0]) if row else 0
+            return set()
+        return {r[0] for r in conn.execute(f"SELECT version FROM {table}").fetchall()}
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         schema = f'"{self.schema}"'
@@ -262,16 +273,24 @@ class PostgresStore(Store):
                 conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 session = conn.execute(self._q.session, args)
                 digests = conn.cursor(binary=True).execute(self._q.live_digests, args)
+                floors = conn.cursor(binary=True).execute(self._q.live_floors, args)
                 values = conn.cursor(binary=True).execute(self._q.live_values, args)
                 conn.execute("COMMIT")
             row = session.fetchone()
             if row is None:
                 return None
             lists: dict[str, list[bytes]] = {}
-            for name, digest in digests.fetchall():
-                lists.setdefault(name, []).append(digest)
+            ranks: dict[str, list[bytes]] = {}
+            for name, digest, rank in digests.fetchall():
+                if name not in lists:
+                    lists[name], ranks[name] = [], []
+                lists[name].append(digest)
+                ranks[name].append(rank)
             values_by_name = {n: digest_of(raw) for n, raw in values.fetchall()}
-            return Head(row[1], lists, values_by_name, str(row[0]))
+            floors_by_list = dict(floors.fetchall())
+            return Head(
+                row[1], lists, values_by_name, str(row[0]), ranks=ranks, floors=floors_by_list
+            )
 
         return self._read("read_head", run)
 
@@ -294,31 +313,50 @@ class PostgresStore(Store):
                     media = cur().execute(self._q.has_media, [sid])
                     if at == latest:
                         rows = cur(binary=True).execute(self._q.live_rows, [sid])
+                        floors = cur(binary=True).execute(self._q.live_floors, key_args)
                         values = cur(binary=True).execute(self._q.live_values, key_args)
                     else:
                         at_args = {"sid": sid, "v": at}
                         rows = cur(binary=True).execute(self._q.rows_at, at_args)
+                        floors = cur(binary=True).execute(self._q.floors_at, at_args)
                         values = cur(binary=True).execute(self._q.values_at, at_args)
                 finally:
                     conn.execute("COMMIT")
             lists = self._lists(key, rows.fetchall())
             may_have_media = bool(media.fetchone()[0])  # type: ignore[index]
-            return StoredState(at, lists, dict(values.fetchall()), str(sid), may_have_media)
+            values_by_name = dict(values.fetchall())
+            state = StoredState(at, lists, values_by_name, str(sid), may_have_media)
+            state.floors = dict(floors.fetchall())
+            return state
 
         return self._read("load", run)
 
     def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, StoredList]:
-        def gap(name: str, expected: int, found: int) -> CorruptStoreError:
-            return CorruptStoreError(
-                f"session {key.session!r} list {name!r} has no row at position {expected}",
-                location=f"{self.location} {key.tenant}/{key.session}/{name}",
-            )
-
-        lists = lists_from_rows(rows, gap)
-        for name, loaded in lists.items():
+        """Rows ``(list, rank, msg_id, digest, body)``, ordered by list and rank, as one
+        ``StoredList`` per list. Two rows of a list at one rank is corruption."""
+        names, ranks, ids, digests, bodies = columns(rows, 0, 5)
+        lists: dict[str, StoredList] = {}
+        start = 0
+        while start < len(names):
+            name = names[start]
+            stop = start + names.count(name)  # the rows of one list are adjacent
+            if stop - start == len(names):  # the usual single list: no slice copied
+                in_order = ranks
+                loaded = StoredList(ids, digests, bodies, ranks)
+            else:
+                part = slice(start, stop)
+                in_order = ranks[part]
+                loaded = StoredList(ids[part], digests[part], bodies[part], in_order)
+            if not all(map(operator.lt, in_order, in_order[1:])):
+                raise CorruptStoreError(
+                    f"session {key.session!r} list {name!r} has two live rows at one rank",
+                    location=f"{self.location} {key.tenant}/{key.session}/{name}",
+                )
             if "\ufffd" in "".join(loaded.ids):  # maybe an id whose NUL ``_text`` replaced
                 exact = [decode_without_media(body).id for body in loaded.bodies]
-                lists[name] = StoredList(exact, loaded.digests, loaded.bodies)
+                loaded = StoredList(exact, loaded.digests, loaded.bodies, loaded.ranks)
+            lists[name] = loaded
+            start = stop
         return lists
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -392,6 +430,13 @@ class PostgresStore(Store):
             except (ConflictError, _UserError):
                 self._roll_back(conn)
                 raise
+            except self._pg.errors.DataCorrupted as exc:  # a check of ``_write`` failed
+                self._roll_back(conn)
+                raise CorruptStoreError(
+                    f"session {plan.key.session!r} at version {plan.base_version} does not "
+                    f"hold the rows the save was planned against: {exc.diag.message_primary}",
+                    location=f"{self.location} {plan.key.tenant}/{plan.key.session}",
+                ) from None
             except self._pg.Error as exc:
                 if exc.sqlstate is not None and not conn.broken and self._roll_back(conn):
                     raise  # the server refused a statement: nothing was committed
@@ -482,7 +527,7 @@ class PostgresStore(Store):
             row = moved.fetchone()
             if row is None:
                 raise self._conflict(conn, plan)
-            self._write(conn, row[0], plan)
+            self._write(conn, row[0], plan, self._ranks(conn, pipe, row[0], plan))
             conn.execute("COMMIT")
         return str(row[0])
 
@@ -494,10 +539,10 @@ class PostgresStore(Store):
         it never run then, and the stored stamp says why."""
         sid = int(plan.base_incarnation)
         try:
-            with conn.pipeline():
+            with conn.pipeline() as pipe:
                 conn.execute("BEGIN")
                 conn.execute(self._q.bump_or_fail, session)
-                self._write(conn, sid, plan)
+                self._write(conn, sid, plan, self._ranks(conn, pipe, sid, plan))
                 conn.execute("COMMIT")
         except self._pg.errors.DivisionByZero:
             conn.rollback()
@@ -516,30 +561,76 @@ class PostgresStore(Store):
             actual=stored,
         )
 
-    def _write(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
-        """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced)."""
+    def _ranks(
+        self, conn: psycopg.Connection[Any], pipe: psycopg.Pipeline, sid: int, plan: CommitPlan
+    ) -> list[RankPlan]:
+        """The ``RankPlan`` of each list write: the ledger's, or, for a plan made without one
+        (by hand), planned here from the live ranks and floor read in the transaction, after
+        the bump (a round trip the ledger's saves never take)."""
+        given = [w.ranks for w in plan.lists if w.ranks is not None]
+        if len(given) == len(plan.lists):
+            return given
+        missing = [w.name for w in plan.lists if w.ranks is None]
+        pipe.sync()  # the bump (and its refusal) first
+        args = {"sid": sid, "lists": missing}
+        live = conn.cursor(binary=True).execute(self._q.list_ranks, args)
+        found = conn.cursor(binary=True).execute(self._q.list_floors, args)
+        pipe.sync()
+        ranks: dict[str, list[bytes]] = {}
+        for name, rank in live.fetchall():
+            ranks.setdefault(name, []).append(rank)
+        floors = dict(found.fetchall())
+        plans = []
+        for write in plan.lists:
+            if write.ranks is None:
+                old = ranks.get(write.name, [])
+                runs = write.kept_runs(len(old))
+                puts = sorted(position for position, _ in write.puts)
+                plans.append(plan_ranks(old, floors.get(write.name), runs, puts, write.length))
+            else:
+                plans.append(write.ranks)
+        return plans
+
+    def _write(
+        self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan, ranks: list[RankPlan]
+    ) -> None:
+        """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced):
+        close the rows whose ranks ``ranks`` closes (all of them live, else the statement fails
+        with ``data_corrupted``), set the new floors, insert the puts at their ranks."""
         q, v = self._q, plan.version
         if plan.media:
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._blob_lock(plan.key)])
-        rows: dict[str, list[Any]] = {k: [] for k in ("lists", "positions", "ids", "digests")}
+        floors: dict[str, list[Any]] = {"lists": [], "floors": []}
+        rows: dict[str, list[Any]] = {k: [] for k in ("lists", "ranks", "ids", "digests")}
         rows.update(bodies=[], texts=[], refs=[])
-        for write in plan.lists:
-            where = {"version": v, "sid": sid, "list": write.name, "length": write.length}
-            if plan.replaced:  # an append replaces nothing: no statement
-                where["positions"] = [p for p, _ in write.puts]
-                conn.execute(q.close_replaced, where)
-            conn.execute(q.close_truncated, where)
-            for position, msg in write.puts:
+        at = {"version": v, "sid": sid}
+        for write, planned in zip(plan.lists, ranks, strict=True):
+            if len(planned.put_ranks) != len(write.puts):
+                raise _UserError(
+                    f"list {write.name!r}: {len(write.puts)} puts but "
+                    f"{len(planned.put_ranks)} ranks"
+                )
+            if planned.closed_ranks:  # an append or a dropped prefix closes nothing
+                closed = {"list": write.name, "ranks": planned.closed_ranks}
+                conn.execute(q.close_rows, {**at, **closed, "count": len(planned.closed_ranks)})
+            if planned.floor is not None:
+                floors["lists"].append(write.name)
+                floors["floors"].append(planned.floor)
+            puts = sorted(write.puts, key=operator.itemgetter(0))  # put_ranks ascend with them
+            for (_, msg), rank in zip(puts, planned.put_ranks, strict=True):
                 refs = blob_refs(msg.body)
                 rows["lists"].append(write.name)
-                rows["positions"].append(position)
+                rows["ranks"].append(rank)
                 rows["ids"].append(_text(msg.msg_id))
                 rows["digests"].append(msg.digest)
                 rows["bodies"].append(msg.body)
                 rows["texts"].append(_text(msg.text))
                 rows["refs"].append(b"".join(refs) if refs else None)
+        if floors["lists"]:
+            conn.execute(q.close_floors, {**at, "lists": floors["lists"]})
+            conn.execute(q.insert_floors, {**at, **floors})
         if rows["lists"]:
-            conn.execute(q.insert_rows, {"sid": sid, "version": v, **rows})
+            conn.execute(q.insert_rows, {**at, **rows})
         if plan.values:
             names = list(plan.values)
             conn.execute(q.close_values, {"version": v, "sid": sid, "names": names})
@@ -598,6 +689,7 @@ class PostgresStore(Store):
             removed_rows, dropped_refs = (found[0], found[1]) if found else (0, None)
             found = conn.execute(self._q.purge_values, at).fetchone()
             removed = removed_rows + (found[0] if found else 0)
+            conn.execute(self._q.purge_floors, at)
             conn.execute(self._q.purge_versions, at)
             if dropped_refs:
                 gone = _split_refs(dropped_refs)

@@ -16,6 +16,10 @@ Layout (``{schema}`` is the store's schema):
 - ``session_values``, ``versions``: named values with the same live range, and one row per commit.
 - ``blobs``, ``blob_refs``: large media stored once per tenant, and which sessions reference it.
 - A GIN index over ``to_tsvector('simple', left(text, 100000))`` of live rows, for ``search``.
+- Since migration 4, rows are ordered by ``rank`` (byte strings, see ``ranks``), never
+  renumbered, and ``list_floors`` holds each list's floor per version: the rows ranked at or
+  below the floor live at a version are not in the list at that version, though their
+  ``version_to`` stays NULL until ``purge_history`` (so dropping a prefix writes one row).
 """
 
 from __future__ import annotations
@@ -105,11 +109,34 @@ CREATE INDEX messages_search ON {{schema}}.messages
     WHERE version_to IS NULL;
 """
 
+# Positions become the ranks ``ranks.position_rank`` gives them (2**62 + position, 8 bytes
+# big-endian), every row's, live or dead, so every past version keeps its order. Changing the
+# column's type rewrites the table once and rebuilds the indexes on it (now on rank).
+_RANKS = """
+ALTER TABLE {schema}.messages ALTER COLUMN position TYPE bytea
+    USING int8send(position::bigint + 4611686018427387904);
+ALTER TABLE {schema}.messages RENAME COLUMN position TO rank;
+CREATE TABLE {schema}.list_floors (
+    sid bigint NOT NULL,
+    list text COLLATE "C" NOT NULL,
+    version_from bigint NOT NULL,
+    version_to bigint,
+    floor bytea NOT NULL,
+    PRIMARY KEY (sid, list, version_from)
+);
+CREATE UNIQUE INDEX list_floors_live ON {schema}.list_floors (sid, list)
+    WHERE version_to IS NULL;
+-- fails a statement with SQLSTATE XX001 (data_corrupted): a commit's checks, in the pipeline
+CREATE FUNCTION {schema}.corrupt(message text) RETURNS integer LANGUAGE plpgsql AS
+    'BEGIN RAISE EXCEPTION USING ERRCODE = ''data_corrupted'', MESSAGE = message; END';
+"""
+
 #: ``(version, name, sql)``, applied in order. Append only.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, values, versions", _TABLES),
     (2, "media blobs", _BLOBS),
     (3, "full-text search index", _SEARCH),
+    (4, "rank keys and list floors", _RANKS),
 ]
 
 
@@ -130,25 +157,46 @@ class Queries:
             "WHERE tenant = %s AND session = %s"
         )
         sid = f"(SELECT sid FROM {s}.sessions WHERE tenant = %s AND session = %s)"
+        # A list at a version is its rows live then and ranked above the floor live then.
+        floor_now = (
+            f"LEFT JOIN {s}.list_floors f ON f.sid = m.sid AND f.list = m.list "
+            "AND f.version_to IS NULL"
+        )
+        above = "(f.floor IS NULL OR m.rank > f.floor)"
         self.live_digests = (
-            f"SELECT list, digest FROM {s}.messages WHERE sid = {sid} AND version_to IS NULL "
-            "ORDER BY list, position"
+            f"SELECT m.list, m.digest, m.rank FROM {s}.messages m {floor_now} "
+            f"WHERE m.sid = {sid} AND m.version_to IS NULL AND {above} ORDER BY m.list, m.rank"
+        )
+        self.live_floors = (
+            f"SELECT list, floor FROM {s}.list_floors WHERE sid = {sid} AND version_to IS NULL"
         )
         self.live_values = (
             f"SELECT name, raw FROM {s}.session_values WHERE sid = {sid} AND version_to IS NULL"
         )
-        columns = "list, position, msg_id, digest, body"  # text is for search, not for loads
+        columns = "m.list, m.rank, m.msg_id, m.digest, m.body"  # text is for search, not loads
         self.has_media = f"SELECT EXISTS (SELECT 1 FROM {s}.blob_refs WHERE sid = %s)"
         self.live_rows = (
-            f"SELECT {columns} FROM {s}.messages WHERE sid = %s AND version_to IS NULL "
-            "ORDER BY list, position"
+            f"SELECT {columns} FROM {s}.messages m {floor_now} "
+            f"WHERE m.sid = %s AND m.version_to IS NULL AND {above} ORDER BY m.list, m.rank"
         )
-        at = "version_from <= %(v)s AND (version_to IS NULL OR version_to > %(v)s)"
+
+        def live_at(table: str) -> str:
+            return (
+                f"{table}.version_from <= %(v)s "
+                f"AND ({table}.version_to IS NULL OR {table}.version_to > %(v)s)"
+            )
+
         self.rows_at = (
-            f"SELECT {columns} FROM {s}.messages WHERE sid = %(sid)s AND {at} "
-            "ORDER BY list, position"
+            f"SELECT {columns} FROM {s}.messages m LEFT JOIN {s}.list_floors f "
+            f"ON f.sid = m.sid AND f.list = m.list AND {live_at('f')} "
+            f"WHERE m.sid = %(sid)s AND {live_at('m')} AND {above} ORDER BY m.list, m.rank"
         )
-        self.values_at = f"SELECT name, raw FROM {s}.session_values WHERE sid = %(sid)s AND {at}"
+        floors = f"SELECT f.list, f.floor FROM {s}.list_floors f"
+        self.floors_at = f"{floors} WHERE f.sid = %(sid)s AND {live_at('f')}"
+        self.values_at = (
+            f"SELECT v.name, v.raw FROM {s}.session_values v WHERE v.sid = %(sid)s "
+            f"AND {live_at('v')}"
+        )
         self.media = f"SELECT digest, data FROM {s}.blobs WHERE tenant = %s AND digest = ANY(%s)"
         self.history = (
             "SELECT v.version, v.committed_at, v.appended, v.replaced, v.truncated, "
@@ -182,23 +230,43 @@ class Queries:
         self.bump_or_fail = (
             f"WITH moved AS ({self.bump}) SELECT 1 / (SELECT count(*)::int FROM moved)"
         )
-        # Two statements, so that each is an index lookup on ``messages_live``. The replaced
-        # positions are matched as whole keys: written as ``position = ANY(...)``, a planner
-        # without statistics (a new schema) scans the session's rows and filters them.
-        close = f"UPDATE {s}.messages SET version_to = %(version)s WHERE version_to IS NULL AND "
-        self.close_replaced = close + (
-            "(sid, list, position) IN "
-            "(SELECT %(sid)s::bigint, %(list)s::text, unnest(%(positions)s::int4[]))"
+        # One statement per list, its closed rows matched as whole keys: an index lookup on
+        # ``messages_live`` each (written as ``rank = ANY(...)``, or joined to an unnest of
+        # lists and ranks, a planner without statistics scans the session's rows). Every one
+        # must be live: fewer means the plan was made from ranks the store does not hold, and
+        # the statement fails with ``data_corrupted``.
+        self.close_rows = (
+            f"WITH closed AS (UPDATE {s}.messages SET version_to = %(version)s "
+            "WHERE version_to IS NULL AND (sid, list, rank) IN "
+            "(SELECT %(sid)s::bigint, %(list)s::text, unnest(%(ranks)s::bytea[])) RETURNING 1) "
+            "SELECT CASE WHEN count(*) = %(count)s THEN 0 ELSE "
+            f"{s}.corrupt(count(*) || ' of the ' || %(count)s || ' rows the save closes are live') "
+            "END FROM closed"
         )
-        self.close_truncated = close + (
-            "sid = %(sid)s AND list = %(list)s AND position >= %(length)s"
+        self.list_ranks = (
+            f"SELECT m.list, m.rank FROM {s}.messages m {floor_now} WHERE m.sid = %(sid)s "
+            f"AND m.list = ANY(%(lists)s::text[]) AND m.version_to IS NULL AND {above} "
+            "ORDER BY m.list, m.rank"
+        )
+        self.list_floors = (
+            f"SELECT list, floor FROM {s}.list_floors WHERE sid = %(sid)s "
+            "AND list = ANY(%(lists)s::text[]) AND version_to IS NULL"
+        )
+        self.close_floors = (
+            f"UPDATE {s}.list_floors SET version_to = %(version)s WHERE sid = %(sid)s "
+            "AND version_to IS NULL AND list = ANY(%(lists)s::text[])"
+        )
+        self.insert_floors = (
+            f"INSERT INTO {s}.list_floors (sid, list, version_from, floor) "
+            "SELECT %(sid)s, u.l, %(version)s, u.f "
+            "FROM unnest(%(lists)s::text[], %(floors)s::bytea[]) AS u(l, f)"
         )
         self.insert_rows = (
-            f"INSERT INTO {s}.messages (sid, list, position, version_from, msg_id, digest, body, "
-            "text, blobs) SELECT %(sid)s, u.l, u.p, %(version)s, u.i, u.d, u.b, u.t, u.r "
-            "FROM unnest(%(lists)s::text[], %(positions)s::int4[], %(ids)s::text[], "
+            f"INSERT INTO {s}.messages (sid, list, rank, version_from, msg_id, digest, body, "
+            "text, blobs) SELECT %(sid)s, u.l, u.k, %(version)s, u.i, u.d, u.b, u.t, u.r "
+            "FROM unnest(%(lists)s::text[], %(ranks)s::bytea[], %(ids)s::text[], "
             "%(digests)s::bytea[], %(bodies)s::bytea[], %(texts)s::text[], %(refs)s::bytea[]) "
-            "AS u(l, p, i, d, b, t, r)"
+            "AS u(l, k, i, d, b, t, r)"
         )
         self.close_values = (
             f"UPDATE {s}.session_values SET version_to = %(version)s WHERE sid = %(sid)s "
@@ -240,6 +308,7 @@ class Queries:
         self.delete_rows = [
             f"DELETE FROM {s}.messages WHERE sid = %s",
             f"DELETE FROM {s}.session_values WHERE sid = %s",
+            f"DELETE FROM {s}.list_floors WHERE sid = %s",
             f"DELETE FROM {s}.versions WHERE sid = %s",
         ]
         self.delete_refs = f"DELETE FROM {s}.blob_refs WHERE sid = %s RETURNING digest"
@@ -248,10 +317,20 @@ class Queries:
             "GREATEST(oldest_version, version - %s + 1) "
             "WHERE tenant = %s AND session = %s RETURNING sid, oldest_version"
         )
+        # Dead before the oldest kept version, or hidden by its floor (floors only rise, so
+        # every later version hides the row too).
+        floor_then = (
+            f"(SELECT f.floor FROM {s}.list_floors f WHERE f.sid = m.sid AND f.list = m.list "
+            "AND f.version_from <= %(oldest)s "
+            "AND (f.version_to IS NULL OR f.version_to > %(oldest)s))"
+        )
         self.purge_rows = (
-            f"WITH d AS (DELETE FROM {s}.messages WHERE sid = %(sid)s "
-            "AND version_to <= %(oldest)s RETURNING blobs) "
+            f"WITH d AS (DELETE FROM {s}.messages m WHERE m.sid = %(sid)s "
+            f"AND (m.version_to <= %(oldest)s OR m.rank <= {floor_then}) RETURNING blobs) "
             "SELECT count(*), array_agg(blobs) FILTER (WHERE blobs IS NOT NULL) FROM d"
+        )
+        self.purge_floors = (
+            f"DELETE FROM {s}.list_floors WHERE sid = %(sid)s AND version_to <= %(oldest)s"
         )
         self.purge_values = (
             f"WITH d AS (DELETE FROM {s}.session_values WHERE sid = %(sid)s "
@@ -275,10 +354,16 @@ class Queries:
             f"|| ''':*', ' & ')::tsquery FROM unnest(to_tsvector('{SEARCH_CONFIG}', "
             "%(query)s)))"
         )
+        # The hits first (at most ``limit``), then each one's position: the live rows above
+        # the floor ranked below it, counted on ``messages_live``.
         self.search = (
-            "SELECT x.session, m.list, m.position, m.msg_id, m.text "
-            f"FROM {s}.messages m JOIN {s}.sessions x ON x.sid = m.sid "
-            f"WHERE x.tenant = %(tenant)s AND m.version_to IS NULL "
+            "SELECT h.session, h.list, (SELECT count(*) FROM "
+            f"{s}.messages p WHERE p.sid = h.sid AND p.list = h.list AND p.version_to IS NULL "
+            "AND p.rank < h.rank AND (h.floor IS NULL OR p.rank > h.floor)), h.msg_id, h.text "
+            "FROM (SELECT x.session, x.updated_at, m.sid, m.list, m.rank, m.msg_id, m.text, "
+            f"f.floor FROM {s}.messages m JOIN {s}.sessions x ON x.sid = m.sid {floor_now} "
+            f"WHERE x.tenant = %(tenant)s AND m.version_to IS NULL AND {above} "
             f"AND {SEARCH_DOCUMENT} @@ {prefixes} "
-            "ORDER BY x.updated_at DESC, x.session DESC, m.list, m.position LIMIT %(limit)s"
+            "ORDER BY x.updated_at DESC, x.session DESC, m.list, m.rank LIMIT %(limit)s) h "
+            "ORDER BY h.updated_at DESC, h.session DESC, h.list, h.rank"
         )
