@@ -202,7 +202,7 @@ def test_a_plan_closing_rows_that_are_not_live_is_corrupt_and_changes_nothing(
     head = store.read_head(key)
     assert head is not None and len(head.ranks["context"]) == 5
     good = plan_ranks(head.ranks["context"], None, [(0, 0, 2), (3, 2, 2)], [], 4)
-    bad = RankPlan(good.put_ranks, good.closed, None, 0, good.ranks, [b"\x7f" * 9])
+    bad = RankPlan(good.put_ranks, good.closed, [b"\x7f" * 9], None, 0)
     write = ListWrite("context", [], 4, [(0, 0, 2), (3, 2, 2)], bad)
     plan = CommitPlan(key, 1, datetime.now(UTC), lists=[write], base_incarnation=head.incarnation)
     with pytest.raises(CorruptStoreError, match="0 of the 1 rows the save closes are live"):
