@@ -3,8 +3,9 @@
 ``MsgRecord`` is the message as the codec writes it. Decoding is strict: a key the layout does
 not have (a misspelled ``"cOntent"``) is refused rather than dropped, the role must be one of
 the four, the id non-empty and ``created_at`` timezone-aware (msgspec checks all of that in C),
-and every block is checked by its own ``__post_init__``. Every failure, deep nesting included,
-is a ``CodecError``. ``encode_with_digest`` is the one place a message becomes bytes.
+and every block is checked as a caller's block is (``checked`` says how: msgspec's types, then
+``blocks.check_decoded``). Every failure, deep nesting included, is a ``CodecError``.
+``encode_with_digest`` is the one place a message becomes bytes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from agentledger.errors import CodecError, CorruptStoreError
-from agentledger.messages.blocks import Block
+from agentledger.messages.blocks import Block, check_decoded
 from agentledger.messages.canonical import digest_of, encode_struct
 from agentledger.messages.slots import set_digest
 from agentledger.messages.usage import Usage
@@ -25,6 +26,7 @@ from agentledger.messages.values import EMPTY, FrozenMap, json_dec_hook
 __all__ = [
     "DECODE_ERRORS",
     "MsgRecord",
+    "decode_raw",
     "decode_record",
     "decode_records",
     "encode_with_digest",
@@ -58,13 +60,19 @@ DECODE_ERRORS = (
 _decoder = msgspec.json.Decoder(MsgRecord, dec_hook=json_dec_hook)
 _many_decoder = msgspec.json.Decoder(list[MsgRecord], dec_hook=json_dec_hook)
 
+#: The typed decoder's own method, for a loop that runs ``check_decoded`` and catches
+#: ``DECODE_ERRORS`` itself (``decode_record`` is it, with both).
+decode_raw = _decoder.decode
+
 
 def decode_record(data: bytes | bytearray | memoryview | str) -> MsgRecord:
     """One encoded message as a record; ``CodecError`` if it is not one."""
     try:
-        return _decoder.decode(data)
+        rec = _decoder.decode(data)
+        check_decoded(rec.content)
     except DECODE_ERRORS as exc:
         raise CodecError(f"not an encoded message: {exc}") from None
+    return rec
 
 
 def decode_records(items: Sequence[bytes | bytearray | memoryview | str]) -> list[MsgRecord]:
@@ -76,12 +84,14 @@ def decode_records(items: Sequence[bytes | bytearray | memoryview | str]) -> lis
     try:
         records = _many_decoder.decode(b"[" + joined + b"]")
         if len(records) == len(items):
+            for rec in records:
+                check_decoded(rec.content)
             return records
     except DECODE_ERRORS:
         pass
     for i, item in enumerate(items):  # find and name the bad one
         try:
-            _decoder.decode(item)
+            check_decoded(_decoder.decode(item).content)
         except DECODE_ERRORS as exc:
             raise CodecError(f"item {i} is not an encoded message: {exc}") from None
     raise CodecError("the items do not form a list of encoded messages")
