@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from agentledger import AsyncLedger, Ledger, Msg
+from agentledger import AsyncLedger, Ledger, Msg, TextBlock
 from agentledger.errors import CorruptStoreError
 from agentledger.messages import decode, digest_of, encode
 from agentledger.messages.codec import decode_deferred
 from agentledger.messages.msg import deferred_messages
+from agentledger.messages.record import LARGE_BODY
 from agentledger.testing.samples import every_block_message
 
 
@@ -203,3 +204,50 @@ def test_a_pickled_message_comes_back_deferred_and_checked() -> None:
     tampered = pickle.loads(pickle.dumps(msg).replace(b'"text":"x"', b'"text":"y"'))
     with pytest.raises(CorruptStoreError, match="digest"):
         tampered.text  # noqa: B018
+
+
+def _large(msg: Msg) -> Msg:
+    """``msg`` with a text block long enough that its body takes the large-body decoder."""
+    pad = TextBlock(text="x" * LARGE_BODY, metadata={"n": 1})
+    return msg.replace(content=(*msg.content, pad))
+
+
+def test_large_bodies_decode_to_the_same_messages() -> None:
+    originals = [*every_block_message(), *map(_large, every_block_message())]
+    assert {len(encode(m)) >= LARGE_BODY for m in originals} == {True, False}
+    loaded = _deferred(originals)
+    assert [m.content for m in loaded] == [m.content for m in originals]
+    assert [(m.usage, m.metadata, m.created_at) for m in loaded] == [
+        (m.usage, m.metadata, m.created_at) for m in originals
+    ]
+    assert [type(b) for m in loaded for b in m.content] == [
+        type(b) for m in originals for b in m.content
+    ]
+
+
+_PAD = b'{"text":"' + b"y" * LARGE_BODY + b'","type":"text"}'
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b'{"content":[' + _PAD + b'],"id":"m","role":"nobody"}', "role"),
+        (b'{"cOntent":[' + _PAD + b'],"id":"m","role":"user"}', "cOntent"),
+        (b'{"content":[' + _PAD + b'],"id":"m","role":"user","usage":{"input_tokens":-1}}', ">= 0"),
+        (
+            b'{"content":['
+            + _PAD
+            + b',{"data":"AAE=","media_type":"m","type":"image","url":"u"}]'
+            + b',"id":"m","role":"user"}',
+            "exactly one",
+        ),
+        (b'{"content":[' + _PAD + b'],"id":"m","role":"user","role":"user"}', "canonical"),
+        (b'{"content":[' + _PAD + b'], "id":"m","role":"user"}', "canonical"),
+        (b'{"content":[' + _PAD + b'],"id":"other","role":"user"}', "hold message 'other'"),
+    ],
+)
+def test_large_bodies_are_checked_like_small_ones(body: bytes, why: str) -> None:
+    assert len(body) >= LARGE_BODY
+    (loaded,) = deferred_messages(["m"], [digest_of(body)], [body])
+    with pytest.raises(CorruptStoreError, match=why):
+        loaded.content  # noqa: B018

@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agentledger.errors import CodecError, CorruptStoreError
-from agentledger.messages.canonical import digest_of, encode_struct
-from agentledger.messages.record import MsgRecord, decode_record, decode_records
+from agentledger.errors import CorruptStoreError
+from agentledger.messages.blocks import check_decoded
+from agentledger.messages.canonical import ENCODE_ERRORS, encode_raw, hasher
+from agentledger.messages.record import DECODE_ERRORS, LARGE_BODY, decode_large, decode_raw
 from agentledger.messages.slots import set_fields
 
 __all__ = ["decode_deferred", "fill"]
@@ -36,54 +37,41 @@ def _corrupt(msg: Any, problem: str) -> CorruptStoreError:
     return CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {problem}")
 
 
-def _check_digest(msg: Any, body: bytes) -> None:
-    if digest_of(body) != msg._digest:
-        raise _corrupt(msg, "its bytes do not match the digest stored with them")
-
-
-def _apply(msg: Any, rec: MsgRecord, body: bytes) -> None:
-    if rec.id != msg.id:
-        raise _corrupt(msg, f"its bytes hold message {rec.id!r}")
-    if encode_struct(rec) != body:
-        raise _corrupt(msg, "its bytes are not the canonical encoding of a message")
-    set_fields(msg, rec)
-
-
 def fill(msg: Any) -> None:
     """Decode a deferred message's stored bytes into its fields, after checking them.
 
+    Every check of the module docstring, in that order, written out in one function: this runs
+    once per message of a reload that is read, so each call saved here is 12,000 calls saved.
     Safe to race: two threads decode the same bytes and set the same values; the stored bytes
     are dropped only after every field is set.
     """
     body = msg._stored
     if body is None:
         return
-    _check_digest(msg, body)
+    if hasher(body).digest() != msg._digest:
+        raise _corrupt(msg, "its bytes do not match the digest stored with them")
     try:
-        rec = decode_record(body)
-    except CodecError as exc:
-        raise _corrupt(msg, str(exc)) from None
-    _apply(msg, rec, body)
+        rec = decode_raw(body) if len(body) < LARGE_BODY else decode_large(body)
+        check_decoded(rec.content)
+    except DECODE_ERRORS as exc:
+        raise _corrupt(msg, f"not an encoded message: {exc}") from None
+    if rec.id != msg.id:
+        raise _corrupt(msg, f"its bytes hold message {rec.id!r}")
+    try:
+        canonical = encode_raw(rec)
+    except ENCODE_ERRORS as exc:
+        raise _corrupt(msg, f"it cannot be encoded again: {exc}") from None
+    if canonical != body:
+        raise _corrupt(msg, "its bytes are not the canonical encoding of a message")
+    set_fields(msg, rec)
 
 
 def decode_deferred(msgs: Iterable[Any]) -> None:
-    """Decode every still-deferred message of ``msgs`` now, in one decoder call.
+    """Decode every still-deferred message of ``msgs`` now.
 
     For code that wants the decoding done at a time and on a thread of its choosing, such as
     ``AsyncLedger``, which decodes in its worker thread so that an event loop never does.
     Raises ``CorruptStoreError`` for a message whose stored bytes fail a check.
     """
-    pending = [(m, m._stored) for m in msgs]
-    pending = [(m, body) for m, body in pending if body is not None]
-    if not pending:
-        return
-    for m, body in pending:
-        _check_digest(m, body)
-    try:
-        records = decode_records([body for _, body in pending])
-    except CodecError as exc:
-        for m, _ in pending:  # one at a time, so the error names the message
-            fill(m)
-        raise CorruptStoreError(f"stored messages cannot be decoded: {exc}") from None
-    for (m, body), rec in zip(pending, records, strict=True):
-        _apply(m, rec, body)
+    for m in msgs:
+        fill(m)  # one decoder call per message: faster than one for a joined list

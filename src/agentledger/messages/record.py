@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -25,7 +26,9 @@ from agentledger.messages.values import EMPTY, FrozenMap, json_dec_hook
 
 __all__ = [
     "DECODE_ERRORS",
+    "LARGE_BODY",
     "MsgRecord",
+    "decode_large",
     "decode_raw",
     "decode_record",
     "decode_records",
@@ -63,6 +66,25 @@ _many_decoder = msgspec.json.Decoder(list[MsgRecord], dec_hook=json_dec_hook)
 #: The typed decoder's own method, for a loop that runs ``check_decoded`` and catches
 #: ``DECODE_ERRORS`` itself (``decode_record`` is it, with both).
 decode_raw = _decoder.decode
+
+_plain_decode = msgspec.json.Decoder().decode
+_to_record = partial(msgspec.convert, type=MsgRecord, dec_hook=json_dec_hook)
+
+
+def decode_large(data: bytes) -> MsgRecord:
+    """``decode_raw`` for a large body, in two C calls: JSON to builtins, then to a record.
+
+    Canonical bytes sort each block's ``type`` tag after its other keys, so the typed
+    decoder scans a block's text once to find its tag and again to read it (and a tool
+    result's text three times, nested in two tagged unions); converting already-parsed
+    builtins finds the tag by lookup. Past ``LARGE_BODY`` bytes that is faster; below, the
+    extra objects cost more. The result, and every refusal, is the same as ``decode_raw``'s.
+    """
+    return _to_record(_plain_decode(data))  # type: ignore[no-any-return]
+
+
+#: Body size from which ``decode_large`` beats ``decode_raw`` (measured on 0.3-4 KB bodies).
+LARGE_BODY = 2048
 
 
 def decode_record(data: bytes | bytearray | memoryview | str) -> MsgRecord:
