@@ -17,6 +17,17 @@ never turns into a default value):
 Checking at first read rather than at load keeps a reload at the cost of fetching the rows:
 comparing, re-saving or exporting a loaded list never needs the fields (an export checks the
 digest of the bytes it passes on, in ``record.encode_with_digest``).
+
+Why a matching digest does not let checks 2-4 go: the digest sits in the same row as the body,
+so it is a checksum against damage, not a proof that agentledger wrote the bytes. Whoever can
+write the row (another program, a hand edit, an import of a foreign file) can write a digest
+that matches any bytes: a message of an unknown role, a non-canonical spelling whose digest
+is not the digest of the message it decodes to. So every body is still decoded strictly and
+re-encoded. What the checks cost is kept down instead: decoded blocks skip the constructors'
+Python checks, which msgspec's types and ``blocks.check_decoded`` cover (``checked`` says why
+that is exact), large bodies take ``record.decode_large``, and ``fill`` is one Python frame.
+What remains is three passes over every byte, each in C: for the benchmark's 12,000 messages
+(16 MB) about 21 ms of BLAKE2b, 24 ms of decoding and 5 ms of re-encoding and comparing.
 """
 
 from __future__ import annotations
