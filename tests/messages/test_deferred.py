@@ -14,6 +14,7 @@ from agentledger import AsyncLedger, Ledger, Msg, TextBlock
 from agentledger.errors import CorruptStoreError
 from agentledger.messages import decode, digest_of, encode
 from agentledger.messages.codec import decode_deferred
+from agentledger.messages.deferred import BATCH
 from agentledger.messages.msg import deferred_messages
 from agentledger.messages.record import LARGE_BODY
 from agentledger.testing.samples import every_block_message
@@ -251,3 +252,29 @@ def test_large_bodies_are_checked_like_small_ones(body: bytes, why: str) -> None
     (loaded,) = deferred_messages(["m"], [digest_of(body)], [body])
     with pytest.raises(CorruptStoreError, match=why):
         loaded.content  # noqa: B018
+
+
+def test_a_first_read_decodes_its_batch_and_only_that() -> None:
+    originals = [Msg.user(f"m{i}", id=f"m{i}") for i in range(BATCH + 3)]
+    loaded = _deferred(originals)
+    assert loaded[5].text == "m5"
+    assert all(m._stored is None and m._batch is None for m in loaded[:BATCH])
+    assert all(m._stored is not None for m in loaded[BATCH:])
+    assert [m.text for m in loaded] == [m.text for m in originals]
+
+
+def test_a_damaged_message_fails_alone_and_every_time_in_its_batch() -> None:
+    originals = [Msg.user(f"m{i}", id=f"m{i}") for i in range(4)]
+    bodies = [encode(m) for m in originals]
+    bodies[2] = bodies[2].replace(b"m2", b"x2")  # the digest no longer matches
+    loaded = deferred_messages([m.id for m in originals], [m.digest for m in originals], bodies)
+    assert loaded[0].text == "m0"
+    assert loaded[3].text == "m3" and loaded[1].text == "m1"
+    for _ in range(2):
+        with pytest.raises(CorruptStoreError, match=r"'m2'.*digest"):
+            loaded[2].content  # noqa: B018
+    loaded = deferred_messages([m.id for m in originals], [m.digest for m in originals], bodies)
+    with pytest.raises(CorruptStoreError, match=r"'m2'.*digest"):
+        loaded[2].content  # noqa: B018
+    assert [loaded[i].text for i in (0, 1, 3)] == ["m0", "m1", "m3"]  # decoded by that read
+    assert loaded[0]._stored is None and loaded[2]._stored is not None

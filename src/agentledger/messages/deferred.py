@@ -32,33 +32,41 @@ What remains is three passes over every byte, each in C: for the benchmark's 12,
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from agentledger.errors import CorruptStoreError
 from agentledger.messages.blocks import check_decoded
 from agentledger.messages.canonical import ENCODE_ERRORS, encode_raw, hasher
 from agentledger.messages.record import DECODE_ERRORS, LARGE_BODY, decode_large, decode_raw
-from agentledger.messages.slots import set_fields
+from agentledger.messages.slots import (
+    set_batch,
+    set_content,
+    set_created_at,
+    set_fields,
+    set_metadata,
+    set_name,
+    set_role,
+    set_stored,
+    set_usage,
+)
 
-__all__ = ["decode_deferred", "fill"]
+__all__ = ["BATCH", "decode_deferred", "fill"]
+
+#: Messages of one load decoded together, on the first read of any of them (see ``fill``).
+BATCH = 64
 
 
 def _corrupt(msg: Any, problem: str) -> CorruptStoreError:
     return CorruptStoreError(f"stored message {msg.id!r} cannot be decoded: {problem}")
 
 
-def fill(msg: Any) -> None:
-    """Decode a deferred message's stored bytes into its fields, after checking them.
-
-    Every check of the module docstring, in that order, written out in one function: this runs
-    once per message of a reload that is read, so each call saved here is 12,000 calls saved.
-    Safe to race: two threads decode the same bytes and set the same values; the stored bytes
-    are dropped only after every field is set.
-    """
-    body = msg._stored
-    if body is None:
-        return
+def _record(msg: Any, body: bytes) -> Any:
+    """The record of ``msg``'s stored ``body``, after every check of the module docstring, in
+    that order; ``CorruptStoreError`` for the first that fails."""
     if hasher(body).digest() != msg._digest:
         raise _corrupt(msg, "its bytes do not match the digest stored with them")
     try:
@@ -74,7 +82,65 @@ def fill(msg: Any) -> None:
         raise _corrupt(msg, f"it cannot be encoded again: {exc}") from None
     if canonical != body:
         raise _corrupt(msg, "its bytes are not the canonical encoding of a message")
-    set_fields(msg, rec)
+    return rec
+
+
+def fill(msg: Any) -> None:
+    """Decode a deferred message's stored bytes into its fields, after checking them, and
+    those of the still-deferred messages of its batch (``BATCH`` neighbours in its list).
+
+    A list that is read is read whole far more often than not, and the first read of each
+    message costs a trip through ``Msg.__getattr__``; one trip per batch instead, and the
+    fields set by ``map`` over the batch, saves about 6% of reading a whole reload. A message
+    of the batch whose bytes fail a check stays deferred (its own read raises); the rest are
+    decoded. Safe to race: two threads decode the same bytes and set equal values; the stored
+    bytes are dropped only after every field is set.
+
+    The price: until a batch is decoded its messages refer to each other, so one message kept
+    keeps its batch's bytes alive, and a list dropped unread is freed by the cycle collector
+    rather than at once.
+    """
+    if msg._stored is None:
+        return
+    batch = msg._batch
+    if batch is None:  # being finished by another thread, or built without one
+        body = msg._stored
+        if body is not None:
+            set_fields(msg, _record(msg, body))
+        return
+    done: list[Any] = []
+    records: list[Any] = []
+    failed: CorruptStoreError | None = None
+    for m in batch:
+        body = m._stored
+        if body is None:
+            continue
+        try:
+            records.append(_record(m, body))
+        except CorruptStoreError as exc:
+            if m is msg:
+                failed = exc
+            continue
+        done.append(m)
+    for setter, field in _SETTERS:
+        deque(map(setter, done, map(field, records)), maxlen=0)
+    deque(map(set_batch, done, repeat(None)), maxlen=0)  # no reference cycle left behind
+    deque(map(set_stored, done, repeat(None)), maxlen=0)  # last: every field is set
+    if failed is not None:
+        raise failed
+
+
+_SETTERS = tuple(
+    (setter, attrgetter(name))
+    for setter, name in (
+        (set_role, "role"),
+        (set_content, "content"),
+        (set_name, "name"),
+        (set_metadata, "metadata"),
+        (set_usage, "usage"),
+        (set_created_at, "created_at"),
+    )
+)
 
 
 def decode_deferred(msgs: Iterable[Any]) -> None:
