@@ -254,12 +254,12 @@ def test_large_bodies_are_checked_like_small_ones(body: bytes, why: str) -> None
         loaded.content  # noqa: B018
 
 
-def test_a_first_read_decodes_its_batch_and_only_that() -> None:
+def test_a_first_read_decodes_the_rest_of_its_batch_and_only_that() -> None:
     originals = [Msg.user(f"m{i}", id=f"m{i}") for i in range(BATCH + 3)]
     loaded = _deferred(originals)
     assert loaded[5].text == "m5"
-    assert all(m._stored is None and m._batch is None for m in loaded[:BATCH])
-    assert all(m._stored is not None for m in loaded[BATCH:])
+    assert all(m._stored is None and m._batch is None for m in loaded[5:BATCH])
+    assert all(m._stored is not None for m in [*loaded[:5], *loaded[BATCH:]])
     assert [m.text for m in loaded] == [m.text for m in originals]
 
 
@@ -276,5 +276,6 @@ def test_a_damaged_message_fails_alone_and_every_time_in_its_batch() -> None:
     loaded = deferred_messages([m.id for m in originals], [m.digest for m in originals], bodies)
     with pytest.raises(CorruptStoreError, match=r"'m2'.*digest"):
         loaded[2].content  # noqa: B018
-    assert [loaded[i].text for i in (0, 1, 3)] == ["m0", "m1", "m3"]  # decoded by that read
-    assert loaded[0]._stored is None and loaded[2]._stored is not None
+    assert loaded[3]._stored is None and loaded[0]._stored is not None  # decoded by that read
+    assert [loaded[i].text for i in (0, 1, 3)] == ["m0", "m1", "m3"]
+    assert loaded[2]._stored is not None

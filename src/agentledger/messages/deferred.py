@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 from agentledger.errors import CorruptStoreError
@@ -87,7 +87,10 @@ def _record(msg: Any, body: bytes) -> Any:
 
 def fill(msg: Any) -> None:
     """Decode a deferred message's stored bytes into its fields, after checking them, and
-    those of the still-deferred messages of its batch (``BATCH`` neighbours in its list).
+    those of the still-deferred messages after it in its batch (the ``BATCH`` messages of its
+    list it was loaded with): reading a list in order decodes each batch at its first message.
+    Never those before it, so reading one message decodes nothing a reader of the messages
+    before it has not asked for.
 
     A list that is read is read whole far more often than not, and the first read of each
     message costs a trip through ``Msg.__getattr__``; one trip per batch instead, and the
@@ -111,7 +114,8 @@ def fill(msg: Any) -> None:
     done: list[Any] = []
     records: list[Any] = []
     failed: CorruptStoreError | None = None
-    for m in batch:
+    # the messages from ``msg`` on, found by identity (``==`` would compare digests)
+    for m in batch[list(map(is_, batch, repeat(msg))).index(True) :]:
         body = m._stored
         if body is None:
             continue
