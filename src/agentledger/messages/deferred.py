@@ -27,7 +27,8 @@ re-encoded. What the checks cost is kept down instead: decoded blocks skip the c
 Python checks, which msgspec's types and ``blocks.check_decoded`` cover (``checked`` says why
 that is exact), large bodies take ``record.decode_large``, and ``fill`` is one Python frame.
 What remains is three passes over every byte, each in C: for the benchmark's 12,000 messages
-(16 MB) about 21 ms of BLAKE2b, 24 ms of decoding and 5 ms of re-encoding and comparing.
+(16 MB) about 22 ms of BLAKE2b, 22 ms of decoding and 12 ms of re-encoding and comparing,
+against 35-44 ms for ``json.load`` of a file of the same messages on the same machine.
 """
 
 from __future__ import annotations
