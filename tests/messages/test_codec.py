@@ -174,3 +174,59 @@ def test_items_that_splice_together_are_refused() -> None:
         decode_list([one + b"," + two])
     with pytest.raises(CodecError):
         decode_list([one[:-1], b"}," + two])
+
+
+def _block(block: bytes) -> bytes:
+    return _user(b'"content":[' + block + b"]")
+
+
+def _in_result(block: bytes) -> bytes:
+    return _block(b'{"id":"c","output":[' + block + b'],"type":"tool_result"}')
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        (_block(b'{"data":"AAE=","media_type":"m","type":"image","url":"u"}'), "exactly one"),
+        (_block(b'{"media_type":"m","type":"audio"}'), "exactly one"),
+        (_in_result(b'{"media_type":"m","type":"file"}'), "exactly one"),
+        (_in_result(b'{"media_type":"m","type":"video","url":"a\\u007fb"}'), "control"),
+        (
+            _block(
+                b'{"id":"c","input":{"a":2},"name":"f","arguments":"{\\"a\\":1}","type":"tool_use"}'
+            ),
+            "does not match",
+        ),
+        (_user(b'"usage":{"output_tokens":9223372036854775808}'), "output_tokens"),
+        (_user(b'"usage":{"reasoning_tokens":1.0}'), "float"),
+        (_block(b'{"text":"\\udc00x","type":"text"}'), "surrogate"),
+    ],
+)
+def test_decoded_blocks_pass_the_checks_a_constructor_runs(bad: bytes, why: str) -> None:
+    """Decoding builds blocks without their constructor (``messages.checked``): each check
+    that msgspec's types cannot express still refuses a decoded block, wherever it sits."""
+    with pytest.raises(CodecError, match=why):
+        decode(bad)
+    with pytest.raises(CodecError, match="item 1"):
+        decode_list([encode(Msg.user("ok")), bad])
+
+
+def test_every_way_a_caller_builds_a_block_runs_its_checks() -> None:
+    import copy
+    import pickle
+
+    from agentledger import ImageBlock, TextBlock, Usage
+    from agentledger.errors import UserError
+
+    text = TextBlock(text="a")
+    with pytest.raises(UserError, match="lone surrogate"):
+        text.replace(text="\ud800")
+    with pytest.raises(UserError, match="exactly one"):
+        ImageBlock(media_type="m", url="u").replace(data=b"x")
+    with pytest.raises(UserError, match="input_tokens"):
+        Usage(input_tokens=-1)
+    with pytest.raises(UserError, match="must be an int"):
+        Usage(output_tokens=True)
+    kept = TextBlock(text="a", metadata={"k": [1]})
+    for back in (copy.copy(kept), pickle.loads(pickle.dumps(kept)), kept.replace()):
+        assert back == kept and type(back.metadata).__name__ == "FrozenMap"

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from agentledger import AsyncLedger, Ledger, Msg
+from agentledger import AsyncLedger, Ledger, Msg, TextBlock
 from agentledger.errors import CorruptStoreError
 from agentledger.messages import decode, digest_of, encode
 from agentledger.messages.codec import decode_deferred
+from agentledger.messages.deferred import BATCH
 from agentledger.messages.msg import deferred_messages
+from agentledger.messages.record import LARGE_BODY
 from agentledger.testing.samples import every_block_message
 
 
@@ -203,3 +205,77 @@ def test_a_pickled_message_comes_back_deferred_and_checked() -> None:
     tampered = pickle.loads(pickle.dumps(msg).replace(b'"text":"x"', b'"text":"y"'))
     with pytest.raises(CorruptStoreError, match="digest"):
         tampered.text  # noqa: B018
+
+
+def _large(msg: Msg) -> Msg:
+    """``msg`` with a text block long enough that its body takes the large-body decoder."""
+    pad = TextBlock(text="x" * LARGE_BODY, metadata={"n": 1})
+    return msg.replace(content=(*msg.content, pad))
+
+
+def test_large_bodies_decode_to_the_same_messages() -> None:
+    originals = [*every_block_message(), *map(_large, every_block_message())]
+    assert {len(encode(m)) >= LARGE_BODY for m in originals} == {True, False}
+    loaded = _deferred(originals)
+    assert [m.content for m in loaded] == [m.content for m in originals]
+    assert [(m.usage, m.metadata, m.created_at) for m in loaded] == [
+        (m.usage, m.metadata, m.created_at) for m in originals
+    ]
+    assert [type(b) for m in loaded for b in m.content] == [
+        type(b) for m in originals for b in m.content
+    ]
+
+
+_PAD = b'{"text":"' + b"y" * LARGE_BODY + b'","type":"text"}'
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b'{"content":[' + _PAD + b'],"id":"m","role":"nobody"}', "role"),
+        (b'{"cOntent":[' + _PAD + b'],"id":"m","role":"user"}', "cOntent"),
+        (b'{"content":[' + _PAD + b'],"id":"m","role":"user","usage":{"input_tokens":-1}}', ">= 0"),
+        (
+            b'{"content":['
+            + _PAD
+            + b',{"data":"AAE=","media_type":"m","type":"image","url":"u"}]'
+            + b',"id":"m","role":"user"}',
+            "exactly one",
+        ),
+        (b'{"content":[' + _PAD + b'],"id":"m","role":"user","role":"user"}', "canonical"),
+        (b'{"content":[' + _PAD + b'], "id":"m","role":"user"}', "canonical"),
+        (b'{"content":[' + _PAD + b'],"id":"other","role":"user"}', "hold message 'other'"),
+    ],
+)
+def test_large_bodies_are_checked_like_small_ones(body: bytes, why: str) -> None:
+    assert len(body) >= LARGE_BODY
+    (loaded,) = deferred_messages(["m"], [digest_of(body)], [body])
+    with pytest.raises(CorruptStoreError, match=why):
+        loaded.content  # noqa: B018
+
+
+def test_a_first_read_decodes_the_rest_of_its_batch_and_only_that() -> None:
+    originals = [Msg.user(f"m{i}", id=f"m{i}") for i in range(BATCH + 3)]
+    loaded = _deferred(originals)
+    assert loaded[5].text == "m5"
+    assert all(m._stored is None and m._batch is None for m in loaded[5:BATCH])
+    assert all(m._stored is not None for m in [*loaded[:5], *loaded[BATCH:]])
+    assert [m.text for m in loaded] == [m.text for m in originals]
+
+
+def test_a_damaged_message_fails_alone_and_every_time_in_its_batch() -> None:
+    originals = [Msg.user(f"m{i}", id=f"m{i}") for i in range(4)]
+    bodies = [encode(m) for m in originals]
+    bodies[2] = bodies[2].replace(b"m2", b"x2")  # the digest no longer matches
+    loaded = deferred_messages([m.id for m in originals], [m.digest for m in originals], bodies)
+    assert loaded[0].text == "m0"
+    assert loaded[3].text == "m3" and loaded[1].text == "m1"
+    for _ in range(2):
+        with pytest.raises(CorruptStoreError, match=r"'m2'.*digest"):
+            loaded[2].content  # noqa: B018
+    loaded = deferred_messages([m.id for m in originals], [m.digest for m in originals], bodies)
+    with pytest.raises(CorruptStoreError, match=r"'m2'.*digest"):
+        loaded[2].content  # noqa: B018
+    assert loaded[3]._stored is None and loaded[0]._stored is not None  # decoded by that read
+    assert [loaded[i].text for i in (0, 1, 3)] == ["m0", "m1", "m3"]
+    assert loaded[2]._stored is not None

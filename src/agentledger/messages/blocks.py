@@ -4,8 +4,10 @@ Each block is a small immutable value type with a ``type`` discriminator. Every 
 where the block is built (``checks``: exact types, text UTF-8 can encode, no control characters
 in a URL), mapping-valued fields (``input``, ``metadata``) are frozen, bytes-like data becomes a
 ``bytes`` copy, so a block never changes after it is made, shares nothing with its caller, and
-always reads back equal. msgspec runs the same ``__post_init__`` on every decoded block: the
-common case (an exact ASCII ``str``, an already frozen map) is tested inline at C speed.
+always reads back equal. The checks run in each class's ``_check``, called when a caller builds
+a block (``checked.Checked``); a decoded block is checked by msgspec's types and, for what
+those cannot say, by ``check_decoded``. The common case (an exact ASCII ``str``, an already
+frozen map) is tested inline at C speed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from agentledger.errors import UserError
 from agentledger.messages import checks
 from agentledger.messages.arguments import input_of, kept_text
 from agentledger.messages.canonical import encode_struct
+from agentledger.messages.checked import Checked
 from agentledger.messages.values import EMPTY, FrozenMap, freeze_map
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolUseBlock",
     "VideoBlock",
+    "check_decoded",
 ]
 
 _set = msgspec.structs.force_setattr
@@ -48,6 +52,7 @@ def _freeze(block: Any, field: str) -> None:
 
 class _BlockBase(
     msgspec.Struct,
+    metaclass=Checked,
     frozen=True,
     omit_defaults=True,
     tag_field="type",
@@ -78,10 +83,15 @@ class _BlockBase(
 
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields changed (checked like a new block)."""
-        unknown = set(changes) - set(self.__struct_fields__)
+        fields = self.__struct_fields__
+        unknown = set(changes) - set(fields)
         if unknown:
             raise UserError(f"{type(self).__name__} has no field(s) {sorted(unknown)}")
-        return msgspec.structs.replace(self, **changes)
+        kept = {name: getattr(self, name) for name in fields if name not in changes}
+        return type(self)(**kept, **changes)
+
+    def _check(self) -> None:
+        """Check and normalise the fields of a block a caller built (see ``Checked``)."""
 
 
 class TextBlock(_BlockBase, tag="text"):
@@ -90,7 +100,7 @@ class TextBlock(_BlockBase, tag="text"):
     text: str
     metadata: FrozenMap = EMPTY
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         value = self.text
         if type(value) is not str or not value.isascii():
             _text(self, "text", value)
@@ -107,7 +117,7 @@ class ThinkingBlock(_BlockBase, tag="thinking"):
     redacted: bool = False
     metadata: FrozenMap = EMPTY
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         value = self.thinking
         if type(value) is not str or not value.isascii():
             _text(self, "thinking", value)
@@ -129,7 +139,7 @@ class _Media(_BlockBase, frozen=True, gc=False):
     url: str | None = None
     metadata: FrozenMap = EMPTY
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         value = self.media_type
         if type(value) is not str or not value.isascii():
             _text(self, "media_type", value)
@@ -164,8 +174,8 @@ class FileBlock(_Media, tag="file"):
 
     filename: str | None = None
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _check(self) -> None:
+        super()._check()
         value = self.filename
         if value is not None and (type(value) is not str or not value.isascii()):
             _set(self, "filename", checks.optional_text("FileBlock", "filename", value))
@@ -186,7 +196,7 @@ class ToolUseBlock(_BlockBase, tag="tool_use"):
     arguments: str | None = None
     metadata: FrozenMap = EMPTY
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         value = self.id
         if type(value) is not str or not value.isascii():
             _text(self, "id", value)
@@ -226,7 +236,7 @@ class ToolResultBlock(_BlockBase, tag="tool_result"):
     is_error: bool = False
     metadata: FrozenMap = EMPTY
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         value = self.id
         if type(value) is not str or not value.isascii():
             _text(self, "id", value)
@@ -300,3 +310,27 @@ Block: TypeAlias = (
 BlockType = Literal[
     "text", "thinking", "image", "audio", "video", "file", "tool_use", "tool_result"
 ]
+
+
+def check_decoded(content: tuple[Any, ...]) -> None:
+    """The checks msgspec's types cannot express, for blocks it has just decoded.
+
+    A decoded block did not go through ``_check`` (see ``checked``). Its types are already
+    exact and its maps frozen; what is left is a media block's URL and its one-of-two source,
+    and a tool call whose input must be read from its argument text. Those few blocks get the
+    full ``_check`` (the same code a caller's block runs); text, thinking and tool results of
+    text pay one type test each. Raises ``UserError`` naming the field.
+    """
+    for block in content:
+        kind = type(block)
+        if kind is TextBlock or kind is ThinkingBlock:
+            continue
+        if kind is ToolResultBlock:
+            for inner in block.output:
+                if type(inner) is not TextBlock:
+                    inner._check()
+        elif kind is ToolUseBlock:
+            if block.arguments is not None:
+                block._check()
+        else:
+            block._check()

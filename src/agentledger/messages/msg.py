@@ -40,12 +40,13 @@ from agentledger.messages.blocks import (
     ToolUseBlock,
     as_blocks,
 )
-from agentledger.messages.deferred import fill
+from agentledger.messages.deferred import BATCH, fill
 from agentledger.messages.ids import new_id
 from agentledger.messages.record import MsgRecord, encode_with_digest
 from agentledger.messages.slots import (
     MsgSlots,
     get_stored,
+    set_batch,
     set_content,
     set_created_at,
     set_digest,
@@ -257,7 +258,8 @@ def deferred_messages(
     ids: Sequence[str], digests: Sequence[bytes], bodies: Sequence[bytes]
 ) -> list[Msg]:
     """Messages whose canonical bytes ``bodies[i]`` (whose digest should be ``digests[i]``) are
-    decoded on first use, and checked then (``deferred``); see the module docstring.
+    decoded on first use, and checked then (``deferred``); see the module docstring. Each
+    ``BATCH`` consecutive messages share a batch, decoded together on the first read of one.
 
     Built without a Python-level call per message (allocation and slot setting are all mapped
     in C): this is most of what a reload costs.
@@ -266,6 +268,9 @@ def deferred_messages(
     deque(map(set_id, msgs, ids), maxlen=0)
     deque(map(set_digest, msgs, digests), maxlen=0)
     deque(map(set_stored, msgs, bodies), maxlen=0)
+    for start in range(0, len(msgs), BATCH):
+        batch = msgs[start : start + BATCH]
+        deque(map(set_batch, batch, repeat(batch)), maxlen=0)
     return msgs
 
 

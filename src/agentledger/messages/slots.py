@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "MsgSlots",
+    "set_batch",
     "set_content",
     "set_created_at",
     "set_digest",
@@ -28,9 +29,11 @@ __all__ = [
 
 class MsgSlots:
     """Storage for ``Msg``: every persisted field, the cached digest and, while a loaded
-    message is not decoded yet, its stored bytes (``_stored``)."""
+    message is not decoded yet, its stored bytes (``_stored``) and the messages loaded with it
+    that are decoded together with it on first read (``_batch``, see ``deferred``)."""
 
     __slots__ = (
+        "_batch",
         "_digest",
         "_stored",
         "content",
@@ -53,6 +56,7 @@ class MsgSlots:
     set_created_at,
     set_digest,
     set_stored,
+    set_batch,
 ) = (
     MsgSlots.__dict__[name].__set__
     for name in (
@@ -65,6 +69,7 @@ class MsgSlots:
         "created_at",
         "_digest",
         "_stored",
+        "_batch",
     )
 )
 get_stored = MsgSlots.__dict__["_stored"].__get__

@@ -7,9 +7,12 @@ nothing, and a larger one does not fit the 64-bit integers every store and decod
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 from agentledger.messages import checks
+from agentledger.messages.checked import Checked
 
 __all__ = ["Usage"]
 
@@ -22,8 +25,14 @@ _FIELDS = (
 )
 
 
+#: A count as msgspec decodes it: the bounds are checked in C (``Checked`` says why a decoded
+#: ``Usage`` needs no ``_check``).
+_Count = Annotated[int, msgspec.Meta(ge=0, le=checks.MAX_COUNT)]
+
+
 class Usage(
     msgspec.Struct,
+    metaclass=Checked,
     frozen=True,
     omit_defaults=True,
     kw_only=True,
@@ -32,13 +41,13 @@ class Usage(
 ):
     """Token counts reported by the provider for one model call."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
+    input_tokens: _Count = 0
+    output_tokens: _Count = 0
+    cache_read_tokens: _Count = 0
+    cache_write_tokens: _Count = 0
+    reasoning_tokens: _Count = 0
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         counts = msgspec.structs.astuple(self)
         if set(map(type, counts)) == {int} and min(counts) >= 0 and max(counts) <= _MAX:
             return  # the common case, tested in C
