@@ -329,8 +329,9 @@ def _run_one(name: str, n: int, opts: dict[str, Any], log: Any) -> dict[str, Any
         out["why"] = f"killed after {opts['timeout']:.0f} s"
     if proc.returncode not in (0, None) and status == "ok" and stderr:
         log.write(f"\n--- {name} @ {n}: stderr ---\n{stderr[-3000:]}\n")
-    elif any("error" in r for r in out["scenarios"].values()):
-        log.write(f"\n--- {name} @ {n}: errors ---\n{stderr[-3000:]}\n")
+    for kind, rec in out["scenarios"].items():
+        if "error" in rec:
+            log.write(f"\n  {kind}: {rec['error']}\n")
     return out
 
 
@@ -507,7 +508,7 @@ def render(meta: dict[str, Any], results: Any) -> str:
         "fresh session for the summary): SQLite's database + WAL after the WAL was checkpointed "
         "and truncated by another connection (untimed), so the growth is the WAL frames that "
         "save appended; PostgreSQL's server WAL (`pg_current_wal_insert_lsn`, median of the "
-        "timed saves); JSONL's log; a rewritten JSON file grows by about nothing. Timed saves run "
+        "timed saves); JSONL's log; a rewritten JSON file by its change in size. Timed saves run "
         "without that checkpoint, which makes SQLite drop the writer's page cache. "
         "The first save after the seed is one of the timed saves (for the summary, the only one). "
         "Durability as shipped: agentledger's SQLite at `synchronous=NORMAL` and at "
@@ -522,6 +523,23 @@ def render(meta: dict[str, Any], results: Any) -> str:
     errors = _errors(results)
     if errors:
         parts.append("\n¹ Not measured:\n\n" + "".join(f"- {e}\n" for e in errors))
+    if any(
+        rec.get("ok") is False
+        for by_size in results.values()
+        for res in by_size.values()
+        for rec in res.get("scenarios", {}).values()
+    ):
+        parts.append(
+            "\n*(ids wrong)*: the saves went through, but a fresh object's reload did not "
+            "return the shifted list's ids in order: that store saved something else.\n"
+        )
+    parts.append(
+        "\nA summary leaves 9 messages, so every peer's way to express it writes only those "
+        "9 (the JSON file, the SQLiteSession and hermes rewrite a 9-message list; LangGraph "
+        "checkpoints it) after reading or deleting the old ones; agentledger keeps the 8 rows "
+        "and writes the summary. PostgreSQL's WAL is the server's, shared with whatever else "
+        "ran on it during the save.\n"
+    )
     rows = targets(results, n)
     met = sum(1 for r in rows if r["x_met"] and r["bytes_met"])
     parts += [
@@ -536,7 +554,8 @@ def render(meta: dict[str, Any], results: Any) -> str:
     if meta.get("plot"):
         parts.append(
             f"\n![log-log plot of ms per save against session length, one panel per shift]"
-            f"({meta['plot']})\n"
+            f"({meta['plot']})\n\nThe plot leaves out saves that failed or whose reload came "
+            "back wrong.\n"
         )
     elif meta.get("plot_note"):
         parts.append(f"\n({meta['plot_note']})\n")
@@ -574,7 +593,11 @@ def plot(results: Any, sizes: list[int], out_png: Path) -> str:
     for kind in SCENARIOS:
         series = {}
         for name in results:
-            points = [[n, rec["seconds"]] for n in sizes if (rec := _scen(results, name, n, kind))]
+            points = [  # a save whose reload came back wrong is not drawn
+                [n, rec["seconds"]]
+                for n in sizes
+                if (rec := _scen(results, name, n, kind)) and rec["ok"]
+            ]
             series[_label(name)] = points  # empty too: a system keeps its colour in every panel
         panels.append({"title": TITLES[kind], "series": series})
     if not PEERS_PYTHON.exists():
