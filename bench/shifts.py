@@ -515,6 +515,10 @@ def render(meta: dict[str, Any], results: Any) -> str:
         "`FULL` (both rows), its JSONL fsyncs every commit, PostgreSQL at server defaults; the "
         "SQLiteSession, hermes and LangGraph keep SQLite's default `FULL`; the JSON file is "
         "not fsynced.\n\n",
+        "Not run: `memory://` and pydantic-ai's `InMemoryConversationStore` (nothing on disk), "
+        "and Google ADK's `DatabaseSessionService`, whose sessions only append events: a shift "
+        "would be `delete_session`, `create_session` and every event appended again, which is "
+        "its *edit* above: tens of seconds per save at 12,000 messages.\n\n",
         "| system | how it persists a shift |\n|---|---|\n",
     ]
     parts += [f"| {_label(s)} | {API[_api_key(s)]} |\n" for s in results]
