@@ -2,13 +2,16 @@
 
 Runs under whichever interpreter has matplotlib (the report asks the peers' environment, where
 ``requirements-peers.txt`` installs it). The spec names the output file and, per system, the
-points (session length in messages, seconds per save) to draw on log-log axes.
+points (session length in messages, seconds per save) to draw on log-log axes. A spec with
+``panels`` (each a ``title`` and its ``series``) draws one set of axes per panel, two to a row,
+sharing one legend (``bench.shifts`` draws a panel per shift); ``ylabel`` overrides the axis label.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 
 def main(spec_path: str) -> None:
@@ -19,12 +22,43 @@ def main(spec_path: str) -> None:
 
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
+    ylabel = spec.get("ylabel", "time to persist one appended turn (ms)")
+    panels = spec.get("panels")
+    if panels is None:
+        fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
+        _draw(plt, ax, spec["series"], ylabel)
+        ax.set_title(spec["title"])
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    else:
+        rows = (len(panels) + 1) // 2
+        fig, axes = plt.subplots(rows, 2, figsize=(13, 4.2 * rows), dpi=110, squeeze=False)
+        for ax, panel in zip(axes.flat, panels, strict=False):
+            _draw(plt, ax, panel["series"], ylabel)
+            ax.set_title(panel["title"], fontsize=10)
+        for ax in list(axes.flat)[len(panels) :]:
+            ax.set_visible(False)
+        lines: dict[str, Any] = {}  # every panel's lines, one legend entry per system
+        for ax in axes.flat:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                lines.setdefault(label, handle)
+        labels = list(lines)
+        fig.suptitle(spec["title"])
+        handles = list(lines.values())
+        fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
+        fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(labels) // 3), 1, 1))
+        fig.savefig(spec["out"])
+        return
+    fig.tight_layout()
+    fig.savefig(spec["out"])
+
+
+def _draw(plt: Any, ax: Any, series: dict[str, list[list[float]]], ylabel: str) -> None:
+    """One system per line on log-log axes: session length against milliseconds."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     colors = plt.get_cmap("tab20").colors
     sizes: set[int] = set()
-    for i, (label, points) in enumerate(spec["series"].items()):
+    for i, (label, points) in enumerate(series.items()):
         if not points:
             continue
         xs, ys = zip(*points, strict=True)
@@ -46,12 +80,8 @@ def main(spec_path: str) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.set_xlabel("session length (messages)")
-    ax.set_ylabel("time to persist one appended turn (ms)")
-    ax.set_title(spec["title"])
+    ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    fig.tight_layout()
-    fig.savefig(spec["out"])
 
 
 if __name__ == "__main__":

@@ -133,3 +133,56 @@ def test_a_rewritten_report_keeps_the_sections_other_scripts_wrote(tmp_path: Pat
     assert _kept_sections(out) == ""
     out.write_text("# Benchmarks\n\n## Peers\n\nold\n\n## AG-UI server (issue 13)\n\nkept\n")
     assert _kept_sections(out) == "\n## AG-UI server (issue 13)\n\nkept\n"
+
+
+def _shifts(systems: list[str], tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """``python -m bench.shifts`` at 40 messages for ``systems``: (raw results, the report)."""
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Context management (issue 14)\n\nkept\n")
+    raw = tmp_path / "shifts.json"
+    argv = ["--sizes", "40", "--systems", ",".join(systems), "--out", str(doc)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.shifts", *argv, "--results", str(raw)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(raw.read_text())["results"], doc.read_text()
+
+
+def test_the_shifts_run_every_shift_and_write_their_section(tmp_path: Path) -> None:
+    """Each shift runs on agentledger's SQLite and the JSON file, reloads exactly, and is judged;
+    a slide or a summary saves about one message on agentledger, the whole file on the other."""
+    from bench import shifts
+
+    results, doc = _shifts(["agentledger-sqlite", "json-file"], tmp_path)
+    for name in ("agentledger-sqlite", "json-file"):
+        got = results[name]["40"]["scenarios"]
+        assert set(got) == set(shifts.SCENARIOS)
+        assert all(rec["ok"] for rec in got.values()), got
+    ours, theirs = results["agentledger-sqlite"]["40"]["scenarios"], results["json-file"]["40"]
+    assert 0 < ours["slide"]["logical"] < 5_000 and ours["delete"]["logical"] == 0
+    assert ours["slide"]["growth"] > 0  # the WAL frames of one save
+    assert theirs["scenarios"]["slide"]["wchar"] > 39 * 1_000  # every message rewritten
+    assert doc.startswith("# Benchmarks\n\n## Context management (issue 14)\n\nkept\n")
+    assert "\n## Shifts (issue 17)\n" in doc and "### Targets (issue 17), at 40 messages" in doc
+    rows = shifts.targets({n: {int(s): r for s, r in by.items()} for n, by in results.items()}, 40)
+    assert {r["scenario"] for r in rows} == set(shifts.SCENARIOS)
+    assert all(r["peer"] == "json-file" and r["written"] for r in rows)
+
+
+def test_the_shifts_run_the_peers_ways_to_express_them(tmp_path: Path) -> None:
+    """The SQLiteSession, hermes and LangGraph express every shift and reload it exactly."""
+    from bench import shifts
+
+    if not shifts.PEERS_PYTHON.exists():
+        pytest.skip("bench/.venv-peers is not built (python -m bench --install-peers)")
+    peers = ["openai-agents", "hermes", "langgraph"]
+    results, doc = _shifts(peers, tmp_path)
+    for name in peers:
+        got = results[name]["40"]["scenarios"]
+        assert set(got) == set(shifts.SCENARIOS)
+        assert all(rec["ok"] for rec in got.values()), (name, got)
+    assert "benchmarks-shifts.png" in doc and (tmp_path / "benchmarks-shifts.png").exists()
