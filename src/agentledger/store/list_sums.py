@@ -28,7 +28,18 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from agentledger.errors import CorruptStoreError
 
-__all__ = ["VALUES", "Row", "Sums", "apply", "apply_values", "check", "of", "pack", "unpack"]
+__all__ = [
+    "VALUES",
+    "Row",
+    "Sums",
+    "apply",
+    "apply_values",
+    "check",
+    "of",
+    "pack",
+    "recount",
+    "unpack",
+]
 
 #: list name -> (length, sum of digests, sum of id checksums)
 Sums = dict[str, tuple[int, int, int]]
@@ -93,6 +104,15 @@ def apply(
     digests += _digests(r[0] for r in put) - _digests(r[0] for r in closed)
     ids += _row_ids(put) - _row_ids(closed)
     sums[name] = (after, digests % _MOD, ids % _MOD)
+
+
+def recount(sums: Sums, name: str, rows: Sequence[Row]) -> None:
+    """Set the sums of list ``name`` to those of ``rows``, every row it now holds."""
+    if rows:
+        digests = [r[0] for r in rows]
+        sums[name] = (len(rows), _digests(digests), _row_ids(rows))
+    else:
+        sums.pop(name, None)
 
 
 def apply_values(sums: Sums, closed: Sequence[Row], put: Sequence[Row]) -> None:

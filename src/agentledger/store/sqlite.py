@@ -478,10 +478,12 @@ class SqliteStore(Store):
                     sums = None
             for write in plan.lists:
                 before = sums.get(write.name, (0, 0, 0))[0] if sums is not None else None
-                before, left, put = self._write_list(
+                before, left, put, kept = self._write_list(
                     conn, key.tenant, sid, version, write, before, where
                 )
-                if sums is not None:
+                if sums is not None and kept is not None:
+                    list_sums.recount(sums, write.name, [*kept, *put])
+                elif sums is not None:
                     list_sums.apply(sums, write.name, before, left, put, write.length, where)
             if plan.media:  # a row now references stored media (see StoredState)
                 conn.execute("UPDATE sessions SET has_media = 1 WHERE sid = ?", (sid,))
@@ -534,13 +536,15 @@ class SqliteStore(Store):
         write: ListWrite,
         before: int | None,
         where: str,
-    ) -> tuple[int, list[list_sums.Row], list[list_sums.Row]]:
+    ) -> tuple[int, list[list_sums.Row], list[list_sums.Row], list[list_sums.Row] | None]:
         """Apply one list's write (see ``ranks``): close the rows it closes, raise the floor
         over a dropped prefix (which updates no message row), insert the puts at their ranks.
 
         ``before`` is the list's live length as the last commit recorded it (None: count the
-        rows). Returns it and the ``(digest, msg_id, rank)`` of the rows that left the list and
-        of those put. A row the list should have and has not is ``CorruptStoreError``.
+        rows). Returns it, the ``(digest, msg_id, rank)`` of the rows that left the list and of
+        those put, and, when a floor hid more rows than stayed, those that stayed instead of the
+        hidden ones (None otherwise). A row the list should have and has not is
+        ``CorruptStoreError``.
         """
         name = write.name
         floor_row = conn.execute(
@@ -574,19 +578,35 @@ class SqliteStore(Store):
                 f"{where}/{name}: {len(left)} live rows closed where {len(closing)} should be",
                 location=where,
             )
+        kept: list[Any] | None = None
         if planned.floor is not None:
-            hidden = conn.execute(
-                f"SELECT digest, msg_id, rank FROM messages WHERE {live} AND rank > ? "
-                "AND rank <= ?",
-                (sid, name, floor or b"", planned.floor),
+            # The list sums lose the rows the floor hides. Of those and the rows that stay,
+            # read whichever are fewer: a sliding window reads one row, a summary over 12,000
+            # messages the few it keeps (the sums are then counted afresh).
+            staying = before - planned.dropped - len(closing)
+            if planned.dropped <= staying:
+                fewer, bounds, params = (
+                    "hidden",
+                    "rank > ? AND rank <= ?",
+                    (floor or b"", planned.floor),
+                )
+                expected = planned.dropped
+            else:  # the puts are not inserted yet: the live rows above the floor stay
+                fewer, bounds, params, expected = "kept", "rank > ?", (planned.floor,), staying
+            found = conn.execute(
+                f"SELECT digest, msg_id, rank FROM messages WHERE {live} AND {bounds}",
+                (sid, name, *params),
             ).fetchall()
-            if len(hidden) != planned.dropped:
+            if len(found) != expected:
                 raise CorruptStoreError(
-                    f"{where}/{name}: {len(hidden)} live rows under the new floor where "
-                    f"{planned.dropped} should be",
+                    f"{where}/{name}: {len(found)} live rows {fewer} by the new floor where "
+                    f"{expected} should be",
                     location=where,
                 )
-            left += hidden
+            if fewer == "hidden":
+                left += found
+            else:
+                kept = typed(found, "bsb", where)
             conn.execute(
                 f"UPDATE list_floors SET version_to = ? WHERE {live}", (version, sid, name)
             )
@@ -614,7 +634,7 @@ class SqliteStore(Store):
                 [(tenant, digest, row_id) for digest in refs],
             )
         conn.executemany(insert, plain)
-        return before, typed(left, "bsb", where), put
+        return before, typed(left, "bsb", where), put, kept
 
     @_translated
     def delete(self, key: SessionKey) -> bool:
