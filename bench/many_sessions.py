@@ -235,7 +235,7 @@ def _median(fn: Callable[[int], Any], picks: list[int]) -> float:
 def measure(backend: Backend, ledger: Ledger, sessions: int, fill_seconds: float) -> Figures:
     rng = random.Random(sessions)
     picks = rng.sample(range(sessions), min(SAMPLES, sessions))
-    fig = Figures(sessions, sessions * MESSAGES, fill_seconds, backend.fill_workers)
+    fig = Figures(sessions, sessions * MESSAGES, fill_seconds, fill_workers=backend.fill_workers)
     s = fig.seconds
     fresh = iter(range(10_000_000 + sessions * 10, 10_000_000 + sessions * 11))
     s["save: new session"] = _median(
