@@ -276,16 +276,19 @@ class Queries:
             "%(query)s)))"
         )
         # The matches come from the GIN index first (a MATERIALIZED CTE is planned on its own),
-        # then are ordered and cut, then their text is read. As one join, the planner walked
-        # the sessions in ``updated_at`` order hoping to fill the LIMIT early and ran
-        # ``to_tsvector`` on every message of every session: 13 s for a word in 30 messages of
-        # 1,000,000 (100,000 sessions).
+        # each finds its session by key (``OFFSET 0`` keeps that a per-match lookup: a join
+        # there was hashed over every session), then they are ordered and cut, and only then
+        # is their text read: the cost follows the matches, not the store. As one join, the
+        # planner walked the sessions in ``updated_at`` order hoping to fill the LIMIT early
+        # and ran ``to_tsvector`` on every message of every session: 13 s for a word in 30
+        # messages of 1,000,000 (100,000 sessions).
         self.search = (
             "WITH hits AS MATERIALIZED ("
             f"SELECT m.sid, m.list, m.position FROM {s}.messages m "
             f"WHERE m.version_to IS NULL AND {SEARCH_DOCUMENT} @@ {prefixes}), "
             "top AS (SELECT x.session, x.updated_at, h.sid, h.list, h.position "
-            f"FROM hits h JOIN {s}.sessions x ON x.sid = h.sid WHERE x.tenant = %(tenant)s "
+            "FROM hits h CROSS JOIN LATERAL (SELECT session, updated_at "
+            f"FROM {s}.sessions WHERE sid = h.sid AND tenant = %(tenant)s OFFSET 0) x "
             "ORDER BY x.updated_at DESC, x.session DESC, h.list, h.position LIMIT %(limit)s) "
             "SELECT t.session, m.list, m.position, m.msg_id, m.text "
             f"FROM top t JOIN {s}.messages m ON m.sid = t.sid AND m.list = t.list "
