@@ -526,6 +526,11 @@ PEER_NOTES = {
     "pydantic-ai": "its `ConversationStore` ships only `InMemoryConversationStore`; file and "
     "database backends live in third-party packages, not benchmarked",
     "langgraph-delta": "`DeltaChannel` is marked beta in this release",
+    "openai-agents-postgres": "the SDK's `agents.extensions.memory.SQLAlchemySession` "
+    "(openai-agents) on an async SQLAlchemy engine with the asyncpg driver, tables made by "
+    "`create_tables=True`",
+    "langgraph-postgres": "`PostgresSaver` on one psycopg connection opened as its documentation "
+    "says (`autocommit=True`, `prepare_threshold=0`, `dict_row`), `setup()` run once",
 }
 
 
