@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import facts, report, runner, workload
+from bench import facts, pg_throughput, report, report_pg, runner, workload
 from bench.systems import SYSTEMS
 
 QUICK = {
@@ -29,6 +29,7 @@ QUICK = {
     "tail_cap": 5,
     "reps": 3,
     "process_per_size": False,
+    "throughput_turns": 10,
 }
 FULL = {
     "sizes": [400, 4000, 12000],
@@ -37,6 +38,7 @@ FULL = {
     "tail_cap": 30,
     "reps": 7,
     "process_per_size": True,
+    "throughput_turns": 50,
 }
 
 
@@ -57,6 +59,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--budget", type=float, help="seconds a grow may take before it falls back")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
+    p.add_argument(
+        "--no-throughput",
+        action="store_true",
+        help="skip the 8-process appends/s of the Postgres systems",
+    )
     p.add_argument(
         "--report-only",
         action="store_true",
@@ -94,17 +101,41 @@ def _micro(jsonl: str, n: int, reps: int) -> dict | None:
     return json.loads(proc.stdout)
 
 
-def _write(out: Path, meta: dict, results: dict, micro: dict | None, python: str | None) -> None:
+def _write(
+    out: Path,
+    meta: dict,
+    results: dict,
+    micro: dict | None,
+    python: str | None,
+    throughput: dict | None,
+) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_name(out.stem + "-save-time.png")
     meta["plot_note"] = report.plot(results, png, python)
     meta["plot"] = png.name if not meta["plot_note"] else None
-    out.write_text(report.render(meta, results, micro) + _kept_sections(out))
+    pg = report_pg.section(results, throughput, max(meta["sizes"]))
+    out.write_text(report.render(meta, results, micro, pg) + _kept_sections(out))
+
+
+def _throughput(
+    plan: runner.Plan, results: dict, workload_files: tuple[str, str], turns: int
+) -> dict | None:
+    """8-process appends/s of the Postgres systems that ran (``bench.pg_throughput``)."""
+    names = [
+        n
+        for n in pg_throughput.POSTGRES_SYSTEMS
+        if any(r["status"] == "ok" for r in results.get(n, {}).values())
+    ]
+    if not names:
+        return None
+    each = min(turns, max(plan.sizes) // 4 // pg_throughput.PROCESSES)
+    pythons = {n: runner.interpreter(n) for n in names}
+    return pg_throughput.run(names, workload_files, pythons, each=each, root=str(runner.ROOT))
 
 
 #: Sections of the report written by other scripts (the server load test, the context edits)
 #: start at this heading level after the generated part; a rewrite keeps them as they are.
-_KEPT_HEADINGS = ("## AG-UI server", "## Context management")
+_KEPT_HEADINGS = ("## AG-UI server", "## Context management", "## Many sessions")
 
 
 def _kept_sections(out: Path) -> str:
@@ -123,7 +154,7 @@ def _report_only(out: Path) -> int:
     if "peers" not in meta:
         meta["peers"], meta["peers_problem"] = runner.peer_distributions()
     python = str(runner.PEERS_PYTHON) if "matplotlib" in meta["peers"] else None
-    _write(out, meta, results, saved["micro"], python)
+    _write(out, meta, results, saved["micro"], python, saved.get("throughput"))
     print(report.ratio_table(results, max(meta["sizes"])))
     return 0
 
@@ -168,6 +199,9 @@ def main(argv: list[str]) -> int:
         results = runner.run(plan, (jsonl, dicts), peers, problem)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    throughput = None
+    if not args.no_throughput:
+        throughput = _throughput(plan, results, (jsonl, dicts), mode["throughput_turns"])
     micro = None
     if not args.no_micro:
         sys.stderr.write("micro-benchmarks ... ")
@@ -193,9 +227,13 @@ def main(argv: list[str]) -> int:
         "load_end": list(os.getloadavg()),
     }
     meta["wall_seconds"] = time.perf_counter() - started
-    _write(out, meta, results, micro, python)
+    _write(out, meta, results, micro, python, throughput)
     (out_dir / "results.json").write_text(
-        json.dumps({"meta": meta, "results": results, "micro": micro}, indent=1, default=str)
+        json.dumps(
+            {"meta": meta, "results": results, "micro": micro, "throughput": throughput},
+            indent=1,
+            default=str,
+        )
     )
     print(report.ratio_table(results, max(plan.sizes)))
     print(report.targets_table(report.targets(results, max(plan.sizes))))

@@ -21,6 +21,8 @@ __all__ = ["plot", "ratio_table", "render", "targets"]
 
 Results = dict[str, dict[int, dict[str, Any]]]
 IN_MEMORY = {"agentledger-memory", "pydantic-ai"}
+#: Systems on the PostgreSQL server, compared with agentledger on the same server.
+ON_POSTGRES = {"agentledger-postgres", "openai-agents-postgres", "langgraph-postgres"}
 CLEAR_AND_READD = {
     "openai-agents": "clear_session + add_items",
     "hermes": "replace_messages",
@@ -132,6 +134,8 @@ def _get(results: Results, name: str, n: int, scenario: str, key: str) -> Any:
 
 
 def _reference(name: str) -> str:
+    if name in ON_POSTGRES:
+        return "agentledger-postgres"
     return "agentledger-memory" if name in IN_MEMORY else "agentledger-sqlite"
 
 
@@ -366,6 +370,25 @@ def targets(results: Results, n: int) -> list[tuple[str, str, str]]:
                 r_lost = times(_ratio(seconds, mine_reload))
                 measured += f"; {label} reloads in {ms(seconds)} ({r_lost}) but {', '.join(lost)}"
         out.append((target, measured, verdict(None if r is None else r >= 2)))
+    pg = g("agentledger-postgres", "grow", "append_seconds_mean")
+    lg_pg = g("langgraph-postgres", "grow", "append_seconds_mean")
+    r = _ratio(lg_pg, pg)
+    out.append(
+        (
+            "Postgres: append a turn ≥ 50x cheaper than LangGraph's PostgresSaver",
+            f"agentledger postgresql {ms(pg)} vs PostgresSaver {ms(lg_pg)}: {times(r)}",
+            verdict(None if r is None else r >= 50),
+        )
+    )
+    sa = g("openai-agents-postgres", "grow", "append_seconds_mean")
+    r = _ratio(pg, sa)
+    out.append(
+        (
+            "Postgres: append a turn ≤ 1.5x the time of the Agents SDK SQLAlchemySession.add_items",
+            f"agentledger postgresql {ms(pg)} vs add_items {ms(sa)}: {times(r)} its time",
+            verdict(None if r is None else r <= 1.5),
+        )
+    )
     total = g(al, "grow", "seconds_total")
     out.append(
         (
@@ -503,6 +526,11 @@ PEER_NOTES = {
     "pydantic-ai": "its `ConversationStore` ships only `InMemoryConversationStore`; file and "
     "database backends live in third-party packages, not benchmarked",
     "langgraph-delta": "`DeltaChannel` is marked beta in this release",
+    "openai-agents-postgres": "the SDK's `agents.extensions.memory.SQLAlchemySession` "
+    "(openai-agents) on an async SQLAlchemy engine with the asyncpg driver, tables made by "
+    "`create_tables=True`",
+    "langgraph-postgres": "`PostgresSaver` on one psycopg connection opened as its documentation "
+    "says (`autocommit=True`, `prepare_threshold=0`, `dict_row`), `setup()` run once",
 }
 
 
@@ -528,7 +556,10 @@ def _peers_section(results: Results, meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None) -> str:
+def render(
+    meta: dict[str, Any], results: Results, micro: dict[str, Any] | None, more: str = ""
+) -> str:
+    """The whole report; ``more`` (sections other modules render) goes after the targets."""
     sizes = meta["sizes"]
     n = max(sizes)
     m = meta["machine"]
@@ -546,9 +577,10 @@ def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None)
     parts += [
         f"\n## At {n:,} messages: ratios against agentledger\n",
         "x = the system's time ÷ agentledger's for the same operation (agentledger on SQLite for "
-        "systems that persist to disk, on `memory://` for those that keep the conversation in "
-        "memory); above 1, agentledger is that many times cheaper. *Append a turn* is the mean "
-        "time of the last 10% of the per-turn saves of the grow. *Writes* are bytes the process "
+        "systems that persist to disk, on Postgres for those on the Postgres server, on "
+        "`memory://` for those that keep the conversation in memory); above 1, agentledger is "
+        "that many times cheaper. *Append a turn* is the mean time of the last 10% of the "
+        "per-turn saves of the grow. *Writes* are bytes the process "
         "dirtied in the page cache (`/proc/self/io` `write_bytes`, 4 KiB pages, SQLite's WAL "
         "included). *No-op* is persisting a reloaded, unchanged list. Edit, no-op and reload "
         "are medians of up to 5, 5 and 7 runs (fewer once a scenario's runs passed 1 s: a slow "
@@ -557,7 +589,7 @@ def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None)
         "\n¹ The grow ran out of its time budget; the append cost was measured on a store "
         "seeded in one bulk write up to the last turns, then appended turn by turn.\n",
         read_all_note(results, n),
-        f"\n## Targets (issue 6), at {n:,} messages\n\n",
+        f"\n## Targets (issues 6 and 17), at {n:,} messages\n\n",
         targets_table(targets(results, n)),
         "\nThe reload target is shown against two references: the peer frameworks (the issue "
         "names the whole-file JSON rewrite a baseline, beside them) and that baseline itself. "
@@ -569,6 +601,7 @@ def render(meta: dict[str, Any], results: Results, micro: dict[str, Any] | None)
             "\nThe targets are defined at 12,000 messages; this run's largest size is "
             f"{n:,}, so the verdicts above are for that size.\n"
         )
+    parts.append(more)
     if meta.get("plot"):
         parts.append(f"\n## Save time vs session length\n\n![{meta['plot_alt']}]({meta['plot']})\n")
     elif meta.get("plot_note"):

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.systems import SYSTEMS, SystemSpec
+from bench.systems import SYSTEMS, SystemSpec, get
 
-__all__ = ["BENCH", "PEERS_PYTHON", "Plan", "peer_distributions", "run"]
+__all__ = ["BENCH", "PEERS_PYTHON", "Plan", "interpreter", "peer_distributions", "run"]
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -65,6 +65,11 @@ def peer_distributions() -> tuple[dict[str, str], str | None]:
 
 def _interpreter(spec: SystemSpec) -> str:
     return str(PEERS_PYTHON) if spec.interpreter == "peers" else sys.executable
+
+
+def interpreter(name: str) -> str:
+    """The Python that runs system ``name``."""
+    return _interpreter(get(name))
 
 
 def _run_process(

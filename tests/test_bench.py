@@ -186,3 +186,77 @@ def test_the_shifts_run_the_peers_ways_to_express_them(tmp_path: Path) -> None:
         assert set(got) == set(shifts.SCENARIOS)
         assert all(rec["ok"] for rec in got.values()), (name, got)
     assert "benchmarks-shifts.png" in doc and (tmp_path / "benchmarks-shifts.png").exists()
+
+def test_the_postgres_targets_compare_with_the_peers_on_the_same_server() -> None:
+    def grow(seconds: float) -> dict[str, Any]:
+        return _result(grow={"append_seconds_mean": seconds, "complete": True})
+
+    results = {
+        "agentledger-postgres": grow(0.002),
+        "langgraph-postgres": grow(0.050),  # 25x: short of 50x
+        "openai-agents-postgres": grow(0.0016),  # agentledger takes 1.25x its time
+    }
+    rows = {t: (m, v) for t, m, v in report.targets(results, 12000) if t.startswith("Postgres")}
+    assert rows == {
+        "Postgres: append a turn ≥ 50x cheaper than LangGraph's PostgresSaver": (
+            "agentledger postgresql 2.00 ms vs PostgresSaver 50.0 ms: 25x",
+            "**missed**",
+        ),
+        "Postgres: append a turn ≤ 1.5x the time of the Agents SDK SQLAlchemySession.add_items": (
+            "agentledger postgresql 2.00 ms vs add_items 1.60 ms: 1.2x its time",
+            "met",
+        ),
+    }
+
+
+def test_the_postgres_section_says_which_runs_lost_turns() -> None:
+    from bench import report_pg
+
+    def layout(per_second: float, kept: int) -> dict[str, Any]:
+        return {
+            "appends": 392,
+            "seconds": 392 / per_second,
+            "appends_per_second": per_second,
+            "messages_expected": 1600,
+            "messages_kept": kept,
+        }
+
+    throughput = {
+        "agentledger-postgres": {
+            "8 sessions": layout(300, 1600),
+            "1 session": layout(60, 1600),
+            "lease": {
+                "first_lease_seconds": 0.005,
+                "take_seconds": 0.00004,
+                "give_back_seconds": 0.00003,
+                "samples": 200,
+                "pool_min": 1,
+                "pool_max": 10,
+            },
+        },
+        "langgraph-postgres": {"8 sessions": layout(150, 1600), "1 session": layout(120, 200)},
+    }
+    text = report_pg.section({}, throughput, 12000)
+    assert "| agentledger postgresql:// | 300 appends/s | 60 appends/s |" in text
+    assert "| LangGraph PostgresSaver | 150 appends/s | 120 appends/s (**kept 200 of 1,600" in text
+    assert "pool of 1 to 10 connections" in text and "0.040 ms" in text
+
+
+def test_many_sessions_quick_measures_every_operation_and_shows_the_search_plan(
+    tmp_path: Path,
+) -> None:
+    from bench import many_sessions
+
+    out = tmp_path / "benchmarks.md"
+    out.write_text("# Benchmarks\n\n## Many sessions (old)\n\nstale figures\n\n## Later\n\nkept\n")
+    assert many_sessions.main(["--quick", "--backends", "sqlite", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "stale figures" not in text and text.endswith("## Later\n\nkept\n")
+    small, large = many_sessions.QUICK
+    assert f"### sqlite: {small:,} vs {large:,} sessions ({large * 10:,} messages)" in text
+    # the rare word has the same hits at both sizes; the common one grows with the store
+    assert "| search: rare word (30 → 30 hits) |" in text
+    for op in ("save: new session", "save: append a turn", "load", "list_sessions: last page"):
+        assert f"| {op} |" in text
+    assert "SCAN messages_fts VIRTUAL TABLE" in text  # the search's query plan
+    assert "SEARCH sessions USING INDEX sessions_recent" in text  # list_sessions' plan

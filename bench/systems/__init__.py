@@ -113,6 +113,22 @@ SYSTEMS: list[SystemSpec] = [
         distribution="langgraph-checkpoint-sqlite",
     ),
     SystemSpec(
+        "openai-agents-postgres",
+        "OpenAI Agents SQLAlchemySession (Postgres, asyncpg)",
+        "openai_agents_pg",
+        "OpenAIAgentsPostgres",
+        "peers",
+        distribution="asyncpg",
+    ),
+    SystemSpec(
+        "langgraph-postgres",
+        "LangGraph PostgresSaver",
+        "langgraph_pg",
+        "LangGraphPostgres",
+        "peers",
+        distribution="langgraph-checkpoint-postgres",
+    ),
+    SystemSpec(
         "hermes", "hermes-agent SessionDB", "hermes", "Hermes", "peers", distribution="hermes-agent"
     ),
     SystemSpec(

@@ -9,19 +9,13 @@ in the list (it writes that row), ``save`` of a reloaded list (a no-op), and
 from __future__ import annotations
 
 import os
-import uuid
 from typing import Any
 
 from bench import workload
 from bench.systems.base import System
+from bench.systems.pg import PgSchemas, Unavailable, base_url
 
 SESSION = "bench"
-PG_ENV = "AGENTLEDGER_BENCH_POSTGRES"
-PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-class Unavailable(Exception):
-    """The backend cannot run here (not built yet, or no server); the message says why."""
 
 
 class AgentLedger(System):
@@ -38,8 +32,8 @@ class AgentLedger(System):
         self.full_sync = synchronous == "full"  # SQLite only: fsync on every commit
         self._memory_store: Any = None
         self._memory_gen = -1
-        self._pg_schema: str | None = None
-        self._pg_conn: Any = None
+        self._pg = PgSchemas() if backend == "postgres" else None
+        self._live: dict[str, list[Any]] = {}  # by session, for concurrent appends
         self.name = f"agentledger-{backend}" + ("-full" if self.full_sync else "")
         self.durability = {
             "memory": "in process memory, nothing on disk",
@@ -57,18 +51,8 @@ class AgentLedger(System):
             __import__(f"agentledger.store.{module[self.backend]}")
         except ImportError as exc:
             raise Unavailable(f"agentledger has no {self.backend} backend yet ({exc})") from None
-        if self.backend == "postgres":
-            import psycopg
-
-            try:
-                with psycopg.connect(self._pg_base(), connect_timeout=3) as conn:
-                    conn.execute("SELECT 1")
-            except Exception as exc:
-                raise Unavailable(f"no PostgreSQL at {self._pg_base()}: {exc}") from None
-
-    @staticmethod
-    def _pg_base() -> str:
-        return os.environ.get(PG_ENV) or PG_DEFAULT
+        if self._pg is not None:
+            self._pg.probe()
 
     def versions(self) -> dict[str, str]:
         import msgspec
@@ -84,8 +68,7 @@ class AgentLedger(System):
             import psycopg
 
             out["psycopg"] = psycopg.__version__
-            with psycopg.connect(self._pg_base()) as conn:
-                out["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]
+            out["postgresql"] = PgSchemas.server_version()
         return out
 
     # -- storage ---------------------------------------------------------------------------
@@ -98,10 +81,9 @@ class AgentLedger(System):
         if self.backend == "sqlite":
             path = os.path.abspath(os.path.join(self.workdir, f"state{g}.db"))
             return f"sqlite:///{path}" + ("?synchronous=full" if self.full_sync else "")
-        if self._pg_schema is None:
-            self._pg_schema = f"bench_{uuid.uuid4().hex[:12]}"
-        sep = "&" if "?" in self._pg_base() else "?"
-        return f"{self._pg_base()}{sep}schema={self._pg_schema}_{g}"
+        assert self._pg is not None
+        sep = "&" if "?" in base_url() else "?"
+        return f"{base_url()}{sep}schema={self._pg.name(g)}"
 
     def storage_path(self) -> str | None:
         if self.backend == "jsonl":
@@ -111,29 +93,13 @@ class AgentLedger(System):
         return None
 
     def storage_bytes(self) -> int | None:
-        if self.backend != "postgres":
+        if self._pg is None:
             return super().storage_bytes()
-        import psycopg
-
-        with psycopg.connect(self._pg_base()) as conn:
-            row = conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
-                (f"{self._pg_schema}_{self.generation}",),
-            ).fetchone()
-        return int(row[0])
+        return self._pg.size(self.generation)
 
     def counters(self) -> dict[str, int]:
-        """PostgreSQL writes in the server: report its WAL growth (one connection, kept)."""
-        if self.backend != "postgres":
-            return {}
-        if self._pg_conn is None:
-            import psycopg
-
-            self._pg_conn = psycopg.connect(self._pg_base(), autocommit=True)
-        sql = "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"
-        return {"server_wal_bytes": int(self._pg_conn.execute(sql).fetchone()[0])}
+        """PostgreSQL writes in the server: report its WAL growth."""
+        return {} if self._pg is None else self._pg.wal()
 
     def open(self) -> Any:
         from agentledger import Ledger
@@ -150,14 +116,8 @@ class AgentLedger(System):
 
     def cleanup(self) -> None:
         super().cleanup()
-        if self._pg_conn is not None:
-            self._pg_conn.close()
-        if self.backend == "postgres" and self._pg_schema:
-            import psycopg
-
-            with psycopg.connect(self._pg_base(), autocommit=True) as conn:
-                for g in range(self.generation + 1):
-                    conn.execute(f'DROP SCHEMA IF EXISTS "{self._pg_schema}_{g}" CASCADE')
+        if self._pg is not None:
+            self._pg.drop(self.generation)
 
     # -- workload --------------------------------------------------------------------------
     def prepare(self) -> tuple[list[Any], list[str]]:
@@ -198,3 +158,35 @@ class AgentLedger(System):
         for m in loaded:
             m.content  # noqa: B018 - the first read decodes the message
         return True
+
+    # -- concurrent appends ------------------------------------------------------------------
+    def concurrent_handle(self, session: str) -> Any:
+        from agentledger import Ledger
+
+        return Ledger(self.url())
+
+    def concurrent_append(self, handle: Any, session: str, new: list[Any], mode: str) -> None:
+        """``own``: the process is the session's only writer and saves its list. ``shared``:
+        read the session, save it with the turn appended at the version read
+        (``expected_version``), and on a ``ConflictError`` read again and retry. ``lease``: take
+        the session's run lease (the agent runtime's way), read, append, save."""
+        from agentledger import ConflictError
+
+        if mode == "own":
+            live = self._live.setdefault(session, [])
+            live.extend(new)
+            handle.save(session, live)
+        elif mode == "lease":
+            with handle.lease(session, wait=120.0):
+                handle.save(session, [*handle.messages(session), *new])
+        else:
+            while True:
+                state = handle.load(session)
+                try:
+                    handle.save(session, [*state.context, *new], expected_version=state.version)
+                    return
+                except ConflictError:
+                    continue
+
+    def concurrent_count(self, handle: Any, session: str) -> int:
+        return len(handle.messages(session))

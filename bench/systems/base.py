@@ -152,6 +152,22 @@ class System:
     def cleanup(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    # -- concurrent appends (``bench.pg_throughput``), for systems that share a server --------
+    def concurrent_handle(self, session: str) -> Any:
+        """A handle on ``session`` for one of several processes appending at once."""
+        raise NotApplicable(f"{self.name} has no concurrent-append run")
+
+    def concurrent_append(self, handle: Any, session: str, new: list[Any], mode: str) -> None:
+        """Persist one turn ``new`` appended to ``session`` the way the system's users would,
+        with other processes writing at the same time: ``mode`` is ``own`` (each process on its
+        own session), ``shared`` (all on one session) or ``lease`` (all on one session, under
+        the session's run lease, for a system that has one)."""
+        raise NotApplicable(f"{self.name} has no concurrent-append run")
+
+    def concurrent_count(self, handle: Any, session: str) -> int:
+        """How many messages ``session`` holds now."""
+        raise NotApplicable(f"{self.name} has no concurrent-append run")
+
 
 def _measure(system: System, fn: Any) -> tuple[Op, dict[str, int]]:
     """``measure(fn)`` plus the deltas of the system's own counters."""

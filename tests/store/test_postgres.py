@@ -191,6 +191,27 @@ def test_search_is_by_word_prefix_and_tolerates_any_query(open_store: OpenStore)
     assert Ledger(open_store()).messages("s")[0].text == "Foxes and dogs\x00 with a NUL"
 
 
+def test_search_takes_its_matches_from_the_index_before_ordering_by_session(
+    open_store: OpenStore, db: psycopg.Connection[Any]
+) -> None:
+    """The matches are a CTE of their own, so the planner cannot walk the sessions in
+    ``updated_at`` order and run ``to_tsvector`` on each of their messages (at 100,000
+    sessions that plan took 13 s for a word held by 30 messages)."""
+    store = open_store()
+    Ledger(store).save("s", [Msg.user("needle in a haystack", id="n")])
+    args = {"tenant": "default", "query": "needle", "limit": 20}
+    plan = [r[0] for r in db.execute("EXPLAIN (COSTS OFF) " + store._q.search, args)]
+
+    def indent(line: str) -> int:
+        return len(line) - len(line.lstrip())
+
+    cte = next(i for i, line in enumerate(plan) if line.strip() == "CTE hits")
+    end = next(j for j in range(cte + 1, len(plan)) if indent(plan[j]) <= indent(plan[cte]))
+    assert any("to_tsvector" in line for line in plan[cte:end])
+    assert not any("to_tsvector" in line for line in plan[:cte] + plan[end:]), plan
+    assert [h.msg_id for h in store.search("default", "needle")] == ["n"]
+
+
 # -- media blobs -----------------------------------------------------------------------------
 def test_blobs_are_shared_and_collected_when_unreferenced(
     open_store: OpenStore, db: psycopg.Connection[Any], schema: str

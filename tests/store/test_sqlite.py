@@ -36,7 +36,7 @@ from agentledger.store import (
 )
 from agentledger.store import sqlite as sqlite_module
 from agentledger.store.sqlite import SqliteStore
-from agentledger.store.sqlite_schema import MIGRATIONS, migrate
+from agentledger.store.sqlite_schema import FLUSH_FTS, MIGRATIONS, migrate
 from agentledger.testing.conformance import StoreConformance
 from agentledger.testing.samples import every_block_message, sample_conversation, turn
 from agentledger.testing.statemachine import run_ledger_state_machine
@@ -505,6 +505,21 @@ def test_search_sees_commits_still_queued_for_the_index(
     assert _sql(db_path, "SELECT count(*) FROM fts_pending") == [(1,)]
     assert [h.msg_id for h in open_ledger().search("zebra")] == ["z"]
     assert _sql(db_path, "SELECT count(*) FROM fts_pending") == [(0,)]
+
+
+def test_an_index_flush_reads_the_queue_not_every_message(
+    open_ledger: OpenLedger, db_path: Path
+) -> None:
+    """Each flush looks the queued rows up by id; a plan that scans ``messages`` made every
+    flush cost the whole store."""
+    ledger = open_ledger()
+    for i in range(40):
+        ledger.save(f"s{i}", [Msg.user(f"word{i} common", id=f"m{i}")])
+    for statement in FLUSH_FTS:
+        plan = [row[3] for row in _sql(db_path, "EXPLAIN QUERY PLAN " + statement)]
+        assert plan[0] == "SCAN p" and "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in plan
+        assert not any("TEMP B-TREE" in step for step in plan), plan  # the queue's own order
+    assert len(open_ledger().search("common", limit=100)) == 40
 
 
 # -- blobs -------------------------------------------------------------------------------------

@@ -1,0 +1,396 @@
+"""``python -m bench.many_sessions``: what a store's operations cost with 100,000 sessions in it.
+
+python -m bench.many_sessions                       # 100 then 100,000 sessions, SQLite and Postgres
+python -m bench.many_sessions --quick               # 20 then 200 sessions (a smoke test)
+python -m bench.many_sessions --backends sqlite --out docs/benchmarks.md
+
+One store per backend is filled to the small size, measured, filled on to the large size and
+measured again, so the two figures of an operation come from the same store, one with 1,000
+times the sessions. Every session holds ``MESSAGES`` messages (user and assistant text of about
+20 words drawn from a fixed vocabulary, so one million messages at 100,000 sessions). Filling
+goes through the public API only: one ``Ledger.save(session, messages)`` per session (a new
+session is one commit), from one process on SQLite (one writer at a time) and from
+``--fill-workers`` processes on Postgres. Operations measured at each size, medians over
+``SAMPLES`` sessions picked at random:
+
+- ``save: new session``: ``Ledger.save`` of a new 10-message session;
+- ``save: append``: ``Ledger.save`` of a session's messages plus one user/assistant turn;
+- ``load``: ``Ledger.messages(session)`` (every message then read);
+- ``list_sessions``: the first page (50, the most recently updated), a page in the middle and the
+  last page (``limit``/``offset`` paging: a page deep in the list costs its offset);
+- ``search``: a word held by the same 30 messages at every size (``needle``: the hits do not
+  grow with the store), and a vocabulary word held by about 1% of the messages (the hits grow
+  with the store), each with ``limit=20``, shown with its query plan.
+
+The stores live under ``/tmp`` (SQLite) or in a schema of their own (Postgres), removed at the
+end. Postgres tables are ``ANALYZE``d after each fill, as autovacuum would after a bulk load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger, Msg
+
+__all__ = ["Figures", "main", "measure_backend", "render"]
+
+MESSAGES = 10  # per session
+SAMPLES = 30  # sessions sampled per operation
+PAGE = 50
+NEEDLE = "needle"  # held by NEEDLE_HITS messages, whatever the store's size
+NEEDLE_HITS = 30
+VOCABULARY = 2000  # words; each message draws 20, so one word is in about 1% of the messages
+FULL = (100, 100_000)
+QUICK = (40, 400)
+PG_ENV = "AGENTLEDGER_BENCH_POSTGRES"
+PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
+KEPT_HEADING = "## Many sessions"
+
+
+def _word(i: int) -> str:
+    """The ``i``-th vocabulary word: pronounceable, never a prefix of another."""
+    consonants, vowels = "bdfgklmnprstvz", "aeiou"
+    out = []
+    for _ in range(3):
+        i, c = divmod(i, len(consonants))
+        i, v = divmod(i, len(vowels))
+        out.append(consonants[c] + vowels[v])
+    return "".join(out) + "x"
+
+
+COMMON = _word(7)  # the word measured as the common search term
+
+
+def session_messages(index: int, count: int = MESSAGES) -> list[Msg]:
+    """Session ``index``'s messages: deterministic, ids included. The needle goes into the
+    first message of each of the first ``NEEDLE_HITS`` sessions."""
+    rng = random.Random(index)
+    out = []
+    for k in range(count):
+        words = [_word(rng.randrange(VOCABULARY)) for _ in range(20)]
+        if k == 0 and index < NEEDLE_HITS:
+            words[3] = NEEDLE
+        if k % 2 == 0 and index % 100 == 7:
+            words[5] = COMMON  # a floor of hits for the common word even in a small store
+        text = " ".join(words)
+        make = Msg.user if k % 2 == 0 else Msg.assistant
+        out.append(make(text, id=f"m{index}-{k}"))
+    return out
+
+
+def _name(index: int) -> str:
+    return f"s{index:06d}"
+
+
+# -- the stores ---------------------------------------------------------------------------
+@dataclass
+class Backend:
+    name: str
+    url: str
+    fill_workers: int
+    cleanup: Callable[[], None]
+    explain: Callable[[Ledger, str, str], str]
+    analyze: Callable[[], None] = lambda: None
+
+
+def _sqlite(root: Path) -> Backend:
+    path = root / "many.db"
+
+    def explain(ledger: Ledger, kind: str, query: str) -> str:
+        """The plan of the statement the store ran, captured with a trace callback."""
+        store: Any = ledger.store
+        statements: list[str] = []
+        with store._read() as conn:  # the connection the next read on this thread reuses
+            conn.set_trace_callback(statements.append)
+        try:
+            if kind == "search":
+                ledger.search(query)
+            else:
+                ledger.list_sessions(limit=PAGE)
+        finally:
+            with store._read() as conn:
+                conn.set_trace_callback(None)
+        mark = "MATCH" if kind == "search" else "FROM sessions"
+        sql = next((s for s in statements if mark in s), None)
+        if sql is None:
+            return "(the statement was not captured)"
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
+        return "\n".join(f"{'  ' * _depth(rows, r)}{r[3]}" for r in rows)
+
+    return Backend("sqlite", f"sqlite:///{path}", 1, lambda: shutil.rmtree(root, True), explain)
+
+
+def _depth(rows: list[tuple[Any, ...]], row: tuple[Any, ...]) -> int:
+    parents = {r[0]: r[1] for r in rows}
+    depth, parent = 0, row[1]
+    while parent in parents:
+        depth, parent = depth + 1, parents[parent]
+    return depth
+
+
+def _postgres(workers: int) -> Backend:
+    import psycopg
+
+    base = os.environ.get(PG_ENV) or PG_DEFAULT
+    schema = f"many_{uuid.uuid4().hex[:10]}"
+    sep = "&" if "?" in base else "?"
+
+    def cleanup() -> None:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    def analyze() -> None:
+        with psycopg.connect(base, autocommit=True) as conn:
+            for table in ("sessions", "messages", "versions", "session_values"):
+                conn.execute(f'ANALYZE "{schema}".{table}')
+
+    def explain(ledger: Ledger, kind: str, query: str) -> str:
+        q: Any = ledger.store._q  # type: ignore[attr-defined]
+        if kind == "search":
+            sql, args = q.search, {"tenant": ledger.tenant, "query": query, "limit": 20}
+        else:
+            sql, args = q.list_sessions, (ledger.tenant, PAGE, 0)
+        with psycopg.connect(base, autocommit=True) as conn:
+            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, args)
+            return "\n".join(r[0] for r in rows.fetchall())
+
+    return Backend("postgres", f"{base}{sep}schema={schema}", workers, cleanup, explain, analyze)
+
+
+# -- filling ------------------------------------------------------------------------------
+def _fill_range(url: str, start: int, stop: int) -> int:
+    with Ledger(url) as ledger:
+        for i in range(start, stop):
+            ledger.save(_name(i), session_messages(i))
+    return stop - start
+
+
+def fill(backend: Backend, start: int, stop: int, log: Any = sys.stderr) -> float:
+    """Save sessions ``start`` .. ``stop - 1``; return the seconds it took."""
+    began = time.perf_counter()
+    chunk = 2000
+    ranges = [(i, min(i + chunk, stop)) for i in range(start, stop, chunk)]
+    done = start
+    if backend.fill_workers <= 1 or len(ranges) == 1:
+        for a, b in ranges:
+            done += _fill_range(backend.url, a, b)
+            _progress(log, backend.name, done, stop, began)
+    else:
+        with ProcessPoolExecutor(backend.fill_workers) as pool:
+            futures = [pool.submit(_fill_range, backend.url, a, b) for a, b in ranges]
+            for f in futures:
+                done += f.result()
+                _progress(log, backend.name, done, stop, began)
+    backend.analyze()
+    return time.perf_counter() - began
+
+
+def _progress(log: Any, name: str, done: int, stop: int, began: float) -> None:
+    log.write(f"\r{name}: {done:,} / {stop:,} sessions ({time.perf_counter() - began:.0f} s)")
+    if done == stop:
+        log.write("\n")
+    log.flush()
+
+
+# -- measuring ----------------------------------------------------------------------------
+@dataclass
+class Figures:
+    """Medians in seconds by operation, at one size; plans by search term."""
+
+    sessions: int
+    messages: int
+    fill_seconds: float
+    seconds: dict[str, float] = field(default_factory=dict)
+    hits: dict[str, int] = field(default_factory=dict)
+    plans: dict[str, str] = field(default_factory=dict)
+    fill_workers: int = 1
+
+
+def _median(fn: Callable[[int], Any], picks: list[int]) -> float:
+    samples = []
+    for i in picks:
+        began = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - began)
+    return statistics.median(samples)
+
+
+def measure(backend: Backend, ledger: Ledger, sessions: int, fill_seconds: float) -> Figures:
+    rng = random.Random(sessions)
+    picks = rng.sample(range(sessions), min(SAMPLES, sessions))
+    fig = Figures(sessions, sessions * MESSAGES, fill_seconds, fill_workers=backend.fill_workers)
+    s = fig.seconds
+    fresh = iter(range(10_000_000 + sessions * 10, 10_000_000 + sessions * 11))
+    s["save: new session"] = _median(
+        lambda i: ledger.save(f"new-{next(fresh)}", session_messages(10_000_000 + i)), picks
+    )
+    loaded: dict[int, list[Msg]] = {}
+
+    def load(i: int) -> None:
+        msgs = ledger.messages(_name(i))
+        for m in msgs:
+            m.content  # noqa: B018 - read every message, as a caller would
+        loaded[i] = msgs
+
+    s["load"] = _median(load, picks)
+    turn = session_messages(sessions + 1, 2)
+    s["save: append a turn"] = _median(
+        lambda i: ledger.save(_name(i), [*loaded[i], *(m.replace(id=f"{m.id}-{i}") for m in turn)]),
+        picks,
+    )
+    total = len(ledger.list_sessions())
+    for label, offset in (("first", 0), ("middle", total // 2), ("last", max(0, total - PAGE))):
+        s[f"list_sessions: {label} page"] = _median(
+            lambda _i, offset=offset: ledger.list_sessions(limit=PAGE, offset=offset), picks[:10]
+        )
+    for label, term in (("rare word", NEEDLE), ("common word", COMMON)):
+        s[f"search: {label}"] = _median(lambda _i, term=term: ledger.search(term), picks[:10])
+        fig.hits[label] = len(ledger.search(term, limit=1_000_000))
+        fig.plans[label] = backend.explain(ledger, "search", term)
+    fig.plans["list_sessions"] = backend.explain(ledger, "list", "")
+    return fig
+
+
+def measure_backend(
+    backend: Backend, sizes: tuple[int, ...], log: Any = sys.stderr
+) -> list[Figures]:
+    """Fill to each size in turn and measure there."""
+    out = []
+    filled = 0
+    try:
+        for n in sizes:
+            seconds = fill(backend, filled, n, log)
+            filled = n
+            with Ledger(backend.url) as ledger:
+                ledger.messages(_name(0))  # connect (Postgres opens its pool) before timing
+                out.append(measure(backend, ledger, n, seconds))
+            log.write(f"{backend.name} @ {n:,} sessions measured\n")
+    finally:
+        backend.cleanup()
+    return out
+
+
+# -- the report ---------------------------------------------------------------------------
+def _ms(seconds: float) -> str:
+    v = seconds * 1e3
+    return f"{v:,.0f} ms" if v >= 100 else f"{v:.2f} ms" if v >= 1 else f"{v:.3f} ms"
+
+
+def render(results: dict[str, list[Figures]], command: str) -> str:
+    lines = [
+        f"{KEPT_HEADING} (issue 17)\n",
+        f"Generated by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+        "Target: every operation at the large size within 1.2x of its cost at the small size. "
+        "See `bench/many_sessions.py` for what each operation is and how the store was filled. "
+        "Times are medians; the machine is shared, so ratios under about 1.3x are within its "
+        "noise.\n",
+    ]
+    for name, figs in results.items():
+        small, large = figs[0], figs[-1]
+        added = large.sessions - small.sessions
+        lines += [
+            f"\n### {name}: {small.sessions:,} vs {large.sessions:,} sessions "
+            f"({large.messages:,} messages)\n",
+            f"Filled through `Ledger.save`, one commit per session, from {large.fill_workers} "
+            f"process{'es' if large.fill_workers > 1 else ''}: {small.sessions:,} sessions in "
+            f"{small.fill_seconds:.1f} s, then {added:,} more in {large.fill_seconds:.0f} s "
+            f"({added / large.fill_seconds:,.0f} sessions/s).\n",
+            f"\n| operation | {small.sessions:,} sessions | {large.sessions:,} sessions | ratio "
+            "| within 1.2x |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for op, a in small.seconds.items():
+            b = large.seconds[op]
+            r = b / a if a > 0 else float("inf")
+            label = op
+            if op.startswith("search: "):
+                kind = op.removeprefix("search: ")
+                label += f" ({small.hits[kind]:,} → {large.hits[kind]:,} hits)"
+            verdict = "met" if r <= 1.2 else "**missed**"
+            lines.append(f"| {label} | {_ms(a)} | {_ms(b)} | {r:.2f}x | {verdict} |")
+        for kind, plan in large.plans.items():
+            what = "search" if kind != "list_sessions" else "list_sessions, first page"
+            term = {"rare word": NEEDLE, "common word": COMMON}.get(kind)
+            lines += [
+                f"\n{what}{f' for `{term}` ({kind})' if term else ''}, at "
+                f"{large.sessions:,} sessions:\n",
+                "```",
+                plan,
+                "```",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _write_section(out: Path, section: str) -> None:
+    """Replace the report's many-sessions section (or append it), keeping everything else."""
+    text = out.read_text() if out.exists() else ""
+    start = text.find("\n" + KEPT_HEADING)
+    if start < 0:
+        out.write_text(text.rstrip("\n") + "\n\n" + section)
+        return
+    end = text.find("\n## ", start + 1)
+    rest = text[end:] if end >= 0 else ""
+    out.write_text(text[: start + 1] + section + rest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.many_sessions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--quick", action="store_true", help=f"{QUICK[0]} then {QUICK[1]} sessions")
+    p.add_argument("--sizes", help="comma-separated session counts, ascending")
+    p.add_argument("--backends", default="sqlite,postgres", help="sqlite, postgres or both")
+    p.add_argument("--fill-workers", type=int, default=3, help="Postgres fill processes")
+    p.add_argument("--out", help="also write the section into this markdown report")
+    args = p.parse_args(argv)
+    sizes = (
+        tuple(int(s) for s in args.sizes.split(","))
+        if args.sizes
+        else (QUICK if args.quick else FULL)
+    )
+    if list(sizes) != sorted(sizes) or sizes[0] < NEEDLE_HITS:
+        p.error(f"--sizes: ascending, each at least {NEEDLE_HITS}")
+    results: dict[str, list[Figures]] = {}
+    for name in args.backends.split(","):
+        with _backend(name, args.fill_workers) as backend:
+            results[name] = measure_backend(backend, sizes)
+    given = argv if argv is not None else sys.argv[1:]
+    section = render(results, " ".join(["python -m bench.many_sessions", *given]))
+    print(section)
+    if args.out:
+        _write_section(Path(args.out), section)
+    return 0
+
+
+@contextmanager
+def _backend(name: str, workers: int) -> Iterator[Backend]:
+    if name == "sqlite":
+        root = Path(tempfile.mkdtemp(prefix="agentledger-many-", dir="/tmp"))
+        yield _sqlite(root)
+    elif name == "postgres":
+        yield _postgres(workers)
+    else:
+        sys.exit(f"--backends: unknown {name!r}; choose sqlite, postgres")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
