@@ -173,20 +173,6 @@ def test_the_shifts_run_every_shift_and_write_their_section(tmp_path: Path) -> N
     assert all(r["peer"] == "json-file" and r["written"] for r in rows)
 
 
-def test_the_shifts_run_the_peers_ways_to_express_them(tmp_path: Path) -> None:
-    """The SQLiteSession, hermes and LangGraph express every shift and reload it exactly."""
-    from bench import shifts
-
-    if not shifts.PEERS_PYTHON.exists():
-        pytest.skip("bench/.venv-peers is not built (python -m bench --install-peers)")
-    peers = ["openai-agents", "hermes", "langgraph"]
-    results, doc = _shifts(peers, tmp_path)
-    for name in peers:
-        got = results[name]["40"]["scenarios"]
-        assert set(got) == set(shifts.SCENARIOS)
-        assert all(rec["ok"] for rec in got.values()), (name, got)
-    assert "benchmarks-shifts.png" in doc and (tmp_path / "benchmarks-shifts.png").exists()
-
 def test_the_postgres_targets_compare_with_the_peers_on_the_same_server() -> None:
     def grow(seconds: float) -> dict[str, Any]:
         return _result(grow={"append_seconds_mean": seconds, "complete": True})
