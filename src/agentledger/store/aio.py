@@ -20,6 +20,7 @@ from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo
 from agentledger.store.ids import DEFAULT_TENANT
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
+from agentledger.store.tracked import TrackedList
 
 __all__ = ["AsyncLedger"]
 
@@ -69,6 +70,18 @@ class AsyncLedger:
 
         return await asyncio.to_thread(messages_decoded)
 
+    async def tracked(
+        self, session: str, name: str = CONTEXT, *, tenant: str | None = None
+    ) -> TrackedList:
+        """``Ledger.tracked``, decoded in the worker thread."""
+
+        def tracked_decoded() -> TrackedList:
+            live = self.sync.tracked(session, name, tenant=tenant)
+            decode_deferred(live._items)
+            return live
+
+        return await asyncio.to_thread(tracked_decoded)
+
     async def save(
         self,
         session: str,
@@ -78,10 +91,12 @@ class AsyncLedger:
         tenant: str | None = None,
         expected_version: int | None = None,
     ) -> SaveReport:
+        # A copy, so the event loop may go on changing its list; a TrackedList is passed as it
+        # is (a change made while the save reads it makes that save's record void).
         return await asyncio.to_thread(
             self.sync.save,
             session,
-            list(messages),
+            messages if isinstance(messages, TrackedList) else list(messages),
             name=name,
             tenant=tenant,
             expected_version=expected_version,
