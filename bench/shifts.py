@@ -579,10 +579,10 @@ def render(meta: dict[str, Any], results: Any) -> str:
     return "".join(parts)
 
 
-def replace_section(doc: Path, section: str) -> None:
-    """Put ``section`` in ``doc`` in place of its "## Shifts" section, or at its end."""
+def replace_section(doc: Path, section: str, heading: str = "## Shifts") -> None:
+    """Put ``section`` in ``doc`` in place of its section under ``heading``, or at its end."""
     text = doc.read_text() if doc.exists() else "# Benchmarks\n"
-    start = text.find("\n## Shifts")
+    start = text.find("\n" + heading)
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + section
     else:

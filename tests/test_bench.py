@@ -246,3 +246,28 @@ def test_many_sessions_quick_measures_every_operation_and_shows_the_search_plan(
         assert f"| {op} |" in text
     assert "SCAN messages_fts VIRTUAL TABLE" in text  # the search's query plan
     assert "SEARCH sessions USING INDEX sessions_recent" in text  # list_sessions' plan
+
+
+def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Path) -> None:
+    from bench import flat
+
+    results = flat.run([8, 40], ["memory", "sqlite"], 3, tmp_path)
+    for backend in ("memory", "sqlite"):
+        for n in (8, 40):
+            for holder in ("list", "tracked"):
+                assert set(results[backend][n][holder]) == set(flat.KINDS)
+                assert all(ms > 0 for ms in results[backend][n][holder].values())
+    meta = {
+        "reps": 3,
+        "machine": {
+            "cpu": "x",
+            "cores": 2,
+            "memory": "1 GiB",
+            "python": "3",
+            "commit": "c",
+            "load_average": (0.5, 0, 0),
+        },
+    }
+    section = flat.render(results, [8, 40], meta)
+    assert section.startswith("## Flat cost (issue 17)")
+    assert section.count("| memory | tracked |") == len(flat.KINDS)

@@ -1,0 +1,180 @@
+"""``python -m bench.flat``: a save's CPU time at 12,000 messages against its time at 400.
+
+python -m bench.flat                       # 400 and 12,000 messages, every local backend
+python -m bench.flat --quick               # 40 and 400 (a smoke run)
+python -m bench.flat --backends sqlite     # memory, sqlite, sqlite-full, jsonl, postgres
+
+Issue 17 asks that a save cost no more at message 12,000 than at message 400 (within 1.3x):
+appending a message, editing the last answer, saving an unchanged list, and the first save
+after reopening the store. Each is timed as CPU time of this process (``time.process_time``,
+so the figure does not move with what else the machine runs; a server's own work, Postgres's,
+is not in it), median of ``--reps`` saves, for the two ways to hold a session:
+
+- a plain ``list``, saved as it is: the save compares it with what was last saved;
+- a ``TrackedList`` (``Ledger.tracked``): the save compares only from where it changed.
+
+The messages are the benchmark workload (``bench.workload``). The first save after reopening is
+a new ``Ledger`` on the same store, the session loaded (untimed) and one message appended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger, Msg
+from bench import facts, workload
+from bench.shifts import replace_section
+
+__all__ = ["main", "measure", "render"]
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKENDS = ("memory", "sqlite", "sqlite-full", "jsonl", "postgres")
+KINDS = ("append", "edit", "no-op", "reopen")
+TARGET = 1.3
+
+
+def _url(backend: str, workdir: Path) -> str:
+    if backend == "memory":
+        return "memory://"
+    if backend in ("sqlite", "sqlite-full"):
+        sync = "?synchronous=full" if backend == "sqlite-full" else ""
+        return f"sqlite:///{workdir / f'{uuid.uuid4().hex}.db'}{sync}"
+    if backend == "jsonl":
+        return f"jsonl:///{workdir / uuid.uuid4().hex}"
+    server = os.environ.get("AGENTLEDGER_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    return f"{server}?schema=bench_flat_{uuid.uuid4().hex[:8]}"
+
+
+def _cpu_ms(save: Callable[[], Any]) -> float:
+    started = time.process_time_ns()
+    save()
+    return (time.process_time_ns() - started) / 1e6
+
+
+def measure(backend: str, msgs: list[Msg], reps: int, workdir: Path) -> dict[str, dict[str, float]]:
+    """``{"list" | "tracked": {kind: median CPU ms}}`` for one backend and session length."""
+    out: dict[str, dict[str, float]] = {}
+    for holder in ("list", "tracked"):
+        url = _url(backend, workdir)
+        ledger = Ledger(url)
+        try:
+            ledger.save("s", msgs)
+            live: Any = ledger.tracked("s") if holder == "tracked" else list(msgs)
+            made = iter(range(10**9))
+            times: dict[str, list[float]] = {k: [] for k in KINDS}
+            for _ in range(reps):
+                live.append(Msg.assistant("appended", id=f"a{next(made)}"))
+                times["append"].append(_cpu_ms(partial(ledger.save, "s", live)))
+            for _ in range(reps):
+                live[-1] = live[-1].replace(content=f"edited {next(made)}")
+                times["edit"].append(_cpu_ms(partial(ledger.save, "s", live)))
+            for _ in range(reps):
+                times["no-op"].append(_cpu_ms(partial(ledger.save, "s", live)))
+            for _ in range(max(3, reps // 4)):
+                reopened = Ledger(ledger.store)
+                again: Any = (
+                    reopened.tracked("s") if holder == "tracked" else reopened.messages("s")
+                )
+                again.append(Msg.assistant("after reopening", id=f"r{next(made)}"))
+                gc.collect()  # the load's garbage is not the save's cost
+                times["reopen"].append(_cpu_ms(partial(reopened.save, "s", again)))
+                live = again
+                ledger = reopened
+            out[holder] = {k: statistics.median(v) for k, v in times.items()}
+        finally:
+            ledger.store.close()
+            if backend == "postgres":
+                _drop_schema(url)
+    return out
+
+
+def _drop_schema(url: str) -> None:
+    import psycopg
+
+    server, _, schema = url.rpartition("?schema=")
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def run(sizes: list[int], backends: list[str], reps: int, workdir: Path) -> dict[str, Any]:
+    jsonl, _ = workload.ensure(str(workdir), max(sizes) // workload.TURN + 1, 7)
+    results: dict[str, Any] = {}
+    for backend in backends:
+        for n in sizes:
+            msgs = workload.load_msgs(jsonl, n // workload.TURN)
+            print(f"{backend} {n}", file=sys.stderr, flush=True)
+            results.setdefault(backend, {})[n] = measure(backend, msgs, reps, workdir)
+    return results
+
+
+def render(results: dict[str, Any], sizes: list[int], meta: dict[str, Any]) -> str:
+    """The "## Flat cost" section of docs/benchmarks.md."""
+    small, large = min(sizes), max(sizes)
+    lines = [
+        "## Flat cost (issue 17)",
+        "",
+        f"Measured by `python -m bench.flat` (not regenerated by `python -m bench`): CPU time of "
+        f"one save, median of {meta['reps']}, at {small:,} and {large:,} messages of the "
+        "benchmark workload, for a plain `list` (compared whole) and a `TrackedList` "
+        "(`Ledger.tracked`, compared from where it changed). CPU time of this process only: "
+        "a Postgres server's own work is not in it. The target is a ratio of at most "
+        f"{TARGET}x.",
+        "",
+        f"| backend | held as | save | {small:,} msgs | {large:,} msgs | ratio | target |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for backend, by_size in results.items():
+        for holder in ("list", "tracked"):
+            for kind in KINDS:
+                a, b = by_size[small][holder][kind], by_size[large][holder][kind]
+                ratio = b / a if a else float("inf")
+                verdict = "met" if ratio <= TARGET else "**missed**"
+                lines.append(
+                    f"| {backend} | {holder} | {kind} | {a:.3f} ms | {b:.3f} ms | "
+                    f"{ratio:.2f}x | {verdict} |"
+                )
+    m = meta["machine"]
+    lines += [
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory']}, Python {m['python']}, "
+        f"commit {m['commit']}, load average {m['load_average'][0]:.1f} at the start.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.flat", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="40 and 400 messages, few repetitions")
+    p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated")
+    p.add_argument("--reps", type=int, default=None, help="saves per figure (default 60)")
+    p.add_argument("--out", default="docs/benchmarks.md", help="the report to put the section in")
+    args = p.parse_args(argv)
+    sizes = [40, 400] if args.quick else [400, 12_000]
+    reps = args.reps or (8 if args.quick else 60)
+    backends = [b for b in args.backends.split(",") if b]
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        meta = {"reps": reps, "machine": facts.machine(tmp, ROOT)}
+        results = run(sizes, backends, reps, workdir)
+    section = render(results, sizes, meta)
+    print(section)
+    print(json.dumps({"sizes": sizes, "results": results}), file=sys.stderr)
+    replace_section(Path(args.out), section, "## Flat cost")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
