@@ -130,7 +130,7 @@ def test_sigkill_during_a_migration_keeps_every_acknowledged_commit(migrated_url
     print(f"\n{KILLS} kills: {dict(outcomes)}")
     record(
         "crash",
-        "SIGKILL during a schema migration (index over 6,000 messages)",
+        "SIGKILL during a schema migration over 6,000 messages",
         backend=backend_of(url),
         kills=KILLS,
         outcomes=outcomes,
