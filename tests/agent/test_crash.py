@@ -44,7 +44,7 @@ async def test_kill_9_at_random_points_leaves_a_valid_complete_history(tmp_path:
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     rng = random.Random(3)
     committed: list[str] = []
-    kills = knob("AGENTLEDGER_AGENT_KILLS", 30)
+    kills = knob("AGENTLEDGER_AGENT_KILLS", 15)
     for _ in range(kills):
         child = _child("run", url)
         try:
