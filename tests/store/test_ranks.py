@@ -3,6 +3,8 @@ ranks made at the ends of a list stay 8 bytes long."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -50,7 +52,7 @@ def test_ranks_stay_ascending_and_above_the_floor(ops: list[tuple[str, int, int]
         diff = diff_list([m.digest for m in msgs], new)
         planned = plan_ranks(ranks, floor, diff.runs, diff.changed, len(new))
         new_ranks = splice(ranks, diff.runs, zip(diff.changed, planned.put_ranks), len(new))
-        assert all(a < b for a, b in zip(new_ranks, new_ranks[1:], strict=False))
+        assert all(a < b for a, b in pairwise(new_ranks))
         if planned.floor is not None:
             assert floor is None or planned.floor > floor
             floor = planned.floor
