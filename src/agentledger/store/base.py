@@ -21,11 +21,12 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import itemgetter
+from itertools import islice
+from operator import itemgetter, lt
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,10 @@ __all__ = [
     "VersionInfo",
     "check_base",
     "check_blobs",
-    "check_positions",
+    "check_ranks",
     "check_title",
     "columns",
     "drop_dead_rows",
-    "list_from_rows",
     "lists_from_rows",
 ]
 
@@ -229,24 +229,6 @@ class StoredList:
         return len(self.ids)
 
 
-def list_from_rows(
-    rows: Sequence[Sequence[Any]],
-    name: str,
-    gap: Callable[[str, int, int], Exception],
-    *,
-    first: int = 0,
-) -> StoredList:
-    """The SQL rows of one list, ordered by position, as a ``StoredList``: from column
-    ``first`` on, each row holds ``(position, msg_id, digest, body)``.
-
-    Positions must run 0, 1, 2 ...; where they do not, ``gap(name, expected, found)`` is
-    raised (a missing or duplicated live row is corruption, never skipped).
-    """
-    positions, ids, digests, bodies = columns(rows, first, 4)
-    check_positions(positions, name, gap)
-    return StoredList(ids, digests, bodies)
-
-
 def columns(rows: Sequence[Sequence[Any]], first: int, count: int) -> list[list[Any]]:
     """Columns ``first`` to ``first + count - 1`` of ``rows``, one list each.
 
@@ -255,30 +237,37 @@ def columns(rows: Sequence[Sequence[Any]], first: int, count: int) -> list[list[
     return [list(map(itemgetter(i), rows)) for i in range(first, first + count)]
 
 
-def check_positions(
-    positions: list[int], name: str, gap: Callable[[str, int, int], Exception]
-) -> None:
-    """Raise ``gap(name, expected, found)`` at the first place where ``positions`` (one list's,
-    in order) is not 0, 1, 2 ... (a missing or duplicated live row)."""
-    if positions != list(range(len(positions))):
-        for expected, found in enumerate(positions):
-            if found != expected:
-                raise gap(name, expected, found)
+def check_ranks(ranks: Sequence[Any], where: str) -> None:
+    """Raise ``CorruptStoreError`` unless ``ranks`` (one list's, as read) are rank keys in
+    strictly ascending order: two live rows at one rank, rows out of order (a damaged index) or
+    a rank of another type is damage (a damaged rank value changes the list's id sums)."""
+    try:
+        if set(map(type, ranks)) <= {bytes} and all(map(lt, ranks, islice(ranks, 1, None))):
+            return
+    except TypeError:  # ranks of mixed types
+        pass
+    raise CorruptStoreError(
+        f"{where}: live rows out of rank order, at one rank, or with a rank that is not bytes",
+        location=where,
+    )
 
 
-def lists_from_rows(
-    rows: Sequence[Sequence[Any]], gap: Callable[[str, int, int], Exception]
-) -> dict[str, StoredList]:
-    """SQL rows ``(list, position, msg_id, digest, body)``, grouped by list and ordered by
-    position, as one ``StoredList`` per list (see ``list_from_rows``)."""
-    names = list(map(itemgetter(0), rows))
+def lists_from_rows(rows: Sequence[Sequence[Any]], where: str) -> dict[str, StoredList]:
+    """SQL rows ``(list, rank, msg_id, digest, body)``, ordered by list and rank, as one
+    ``StoredList`` per list, each list's ranks checked (``check_ranks``)."""
+    names, ranks, ids, digests, bodies = columns(rows, 0, 5)
     lists: dict[str, StoredList] = {}
     start = 0
     while start < len(names):
         name = names[start]
         stop = start + names.count(name)  # the rows of one list are adjacent
-        whole = stop - start == len(names)  # the usual single list: no slice copied
-        lists[name] = list_from_rows(rows if whole else rows[start:stop], name, gap, first=1)
+        if stop - start == len(names):  # the usual single list: no slice copied
+            found = StoredList(ids, digests, bodies, ranks)
+        else:
+            part = slice(start, stop)
+            found = StoredList(ids[part], digests[part], bodies[part], ranks[part])
+        check_ranks(found.ranks, f"{where}/{name}")  # type: ignore[arg-type]
+        lists[name] = found
         start = stop
     return lists
 

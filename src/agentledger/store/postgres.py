@@ -61,7 +61,7 @@ from agentledger.store.base import (
     check_blobs,
     check_title,
     check_version,
-    columns,
+    lists_from_rows,
     process_lock,
     snippet_around,
 )
@@ -333,30 +333,13 @@ class PostgresStore(Store):
 
     def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, StoredList]:
         """Rows ``(list, rank, msg_id, digest, body)``, ordered by list and rank, as one
-        ``StoredList`` per list. Two rows of a list at one rank is corruption."""
-        names, ranks, ids, digests, bodies = columns(rows, 0, 5)
-        lists: dict[str, StoredList] = {}
-        start = 0
-        while start < len(names):
-            name = names[start]
-            stop = start + names.count(name)  # the rows of one list are adjacent
-            if stop - start == len(names):  # the usual single list: no slice copied
-                in_order = ranks
-                loaded = StoredList(ids, digests, bodies, ranks)
-            else:
-                part = slice(start, stop)
-                in_order = ranks[part]
-                loaded = StoredList(ids[part], digests[part], bodies[part], in_order)
-            if not all(map(operator.lt, in_order, in_order[1:])):
-                raise CorruptStoreError(
-                    f"session {key.session!r} list {name!r} has two live rows at one rank",
-                    location=f"{self.location} {key.tenant}/{key.session}/{name}",
-                )
-            if "\ufffd" in "".join(loaded.ids):  # maybe an id whose NUL ``_text`` replaced
+        ``StoredList`` per list (see ``lists_from_rows``), with the exact id of any row whose
+        id held a NUL, which ``_text`` stored as U+FFFD."""
+        lists = lists_from_rows(rows, f"{self.location} {key.tenant}/{key.session}")
+        for name, loaded in lists.items():
+            if "\ufffd" in "".join(loaded.ids):
                 exact = [decode_without_media(body).id for body in loaded.bodies]
-                loaded = StoredList(exact, loaded.digests, loaded.bodies, loaded.ranks)
-            lists[name] = loaded
-            start = stop
+                lists[name] = StoredList(exact, loaded.digests, loaded.bodies, loaded.ranks)
         return lists
 
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:

@@ -47,6 +47,7 @@ from agentledger.store.base import (
     check_blobs,
     check_title,
     check_version,
+    lists_from_rows,
 )
 from agentledger.store.media import blob_refs
 from agentledger.store.ranks import plan_ranks
@@ -68,7 +69,6 @@ from agentledger.store.sqlite_rows import (
     live_list,
     live_ranks,
     micros,
-    ranked_lists,
     rows_live_at,
     sums_at,
     sums_now,
@@ -331,7 +331,7 @@ class SqliteStore(Store):
                 typed(rows, "sb", where)  # ids, digests and bodies: see ``loaded_messages``
                 rows.sort(key=itemgetter(0, 1))
                 floors = floors_at(conn, sid, at, where)
-                lists = above_floors(ranked_lists(rows, where), floors)
+                lists = above_floors(lists_from_rows(rows, where), floors)
                 value_rows = rows_live_at("session_values", "name, digest, raw")
                 values = conn.execute(value_rows, params).fetchall()
             check_sums(conn, sid, at, lists, values, where)

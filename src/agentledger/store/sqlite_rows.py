@@ -18,12 +18,11 @@ from typing import Any
 
 from agentledger.errors import CorruptStoreError, UserError
 from agentledger.store import list_sums
-from agentledger.store.base import StoredList, columns
+from agentledger.store.base import StoredList, check_ranks, columns, lists_from_rows
 
 __all__ = [
     "LIVE_LISTS",
     "above_floors",
-    "check_order",
     "check_sums",
     "find_session",
     "floors_at",
@@ -32,7 +31,6 @@ __all__ = [
     "live_list",
     "live_ranks",
     "micros",
-    "ranked_lists",
     "rows_live_at",
     "sums_at",
     "sums_now",
@@ -169,7 +167,7 @@ def live_list(
         f"SELECT msg_id, digest, body, rank {_LIVE} ORDER BY rank", (sid, name, floor or b"")
     ).fetchall()
     ids, digests, bodies, ranks = columns(rows, 0, 4)
-    check_order(ranks, f"{where}/{name}")
+    check_ranks(ranks, f"{where}/{name}")
     return StoredList(ids, digests, bodies, ranks)
 
 
@@ -182,21 +180,8 @@ def live_ranks(
         f"SELECT rank, digest {_LIVE} ORDER BY rank", (sid, name, floor or b"")
     ).fetchall()
     ranks, digests = columns(typed(rows, "bb", where), 0, 2)
-    check_order(ranks, f"{where}/{name}")
+    check_ranks(ranks, f"{where}/{name}")
     return ranks, digests
-
-
-def check_order(ranks: list[Any], where: str) -> None:
-    """Raise ``CorruptStoreError`` unless ``ranks`` are rank keys in ascending order (rows in
-    another order came through a damaged index; a damaged rank changes the id sums)."""
-    try:
-        if set(map(type, ranks)) <= {bytes} and sorted(ranks) == ranks:
-            return
-    except TypeError:
-        pass
-    raise CorruptStoreError(
-        f"{where}: rows out of order or a rank of the wrong type", location=where
-    )
 
 
 def floors_at(
@@ -246,22 +231,6 @@ def fts_query(query: str) -> str:
     return " ".join(terms)
 
 
-def ranked_lists(rows: list[Any], where: str) -> dict[str, StoredList]:
-    """Rows ``(list, rank, msg_id, digest, body)`` sorted by list and rank, as one
-    ``StoredList`` per list."""
-    lists: dict[str, StoredList] = {}
-    names = list(map(itemgetter(0), rows))
-    start = 0
-    while start < len(names):
-        name = names[start]
-        stop = start + names.count(name)  # sorted: the rows of one list are adjacent
-        ranks, ids, digests, bodies = columns(rows[start:stop], 1, 4)
-        check_order(ranks, f"{where}/{name}")
-        lists[name] = StoredList(ids, digests, bodies, ranks)
-        start = stop
-    return lists
-
-
 def incarnation(sid: int, created_at: int) -> str:
     """One life of a session: row ids can be reused after a delete, creation times are not."""
     return f"{sid}.{created_at}"
@@ -291,7 +260,7 @@ def sums_now(conn: sqlite3.Connection, sid: int, where: str) -> list_sums.Sums:
         (sid,),
     ).fetchall()
     lists = above_floors(
-        ranked_lists(typed(rows, "sbsb", where), where), floors_at(conn, sid, None, where)
+        lists_from_rows(typed(rows, "sbsb", where), where), floors_at(conn, sid, None, where)
     )
     found: dict[str, Any] = {n: (r.digests, r.ids, r.ranks) for n, r in lists.items()}
     values = conn.execute(
