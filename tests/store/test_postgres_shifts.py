@@ -8,7 +8,6 @@ migration 4.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -210,63 +209,6 @@ def test_a_plan_closing_rows_that_are_not_live_is_corrupt_and_changes_nothing(
     assert store.read_version(key) == 1
     assert Ledger(open_store()).messages("s") == msgs
     assert ledger.save("s", [*msgs[:2], *msgs[3:]]).version == 2  # the good plan commits
-
-
-# -- random shifts on two lists --------------------------------------------------------------
-def _shift(rng: random.Random, current: list[Msg], fresh: list[Msg]) -> list[Msg]:
-    new = list(current)
-    at, count = rng.randint(0, len(new)), rng.randint(1, 8)
-    kind = rng.choice(["append", "insert", "delete", "move", "window", "summary", "clear"])
-    if kind == "append":
-        new += fresh
-    elif kind == "insert":
-        new[at:at] = fresh
-    elif kind == "delete":
-        del new[at : at + count]
-    elif kind == "move":
-        moved = new[at : at + count]
-        del new[at : at + count]
-        to = rng.randint(0, len(new))
-        new[to:to] = moved
-    elif kind == "window":
-        new = [*new[count:], *fresh]
-    elif kind == "summary":
-        new[: count * 3] = fresh[:1]
-    else:
-        new = []
-    return new
-
-
-def test_random_shifts_on_two_lists_keep_every_version_exact(open_store: OpenStore) -> None:
-    """Shifts on two lists at once, lists emptied and refilled, fresh handles planning from
-    what the store returns, purges: every kept version loads exactly."""
-    rng = random.Random(2026)
-    store = open_store()
-    ledger = Ledger(store)
-    current: dict[str, list[Msg]] = {"context": [], "notes": []}
-    versions: list[dict[str, list[Msg]]] = []
-    oldest, made = 1, 0
-    for step in range(80):
-        new = dict(current)
-        for name in rng.sample(sorted(new), rng.randint(1, 2)):
-            fresh = _msgs(made, rng.randint(1, 6), tag="n")
-            made += len(fresh)
-            new[name] = _shift(rng, new[name], fresh)
-        if new == current:
-            continue
-        ledger.save_state("s", lists=new)
-        versions.append(new)
-        current = new
-        if rng.random() < 0.4:
-            ledger = Ledger(store)  # a fresh cache: plans from read_head's ranks and floors
-        if step % 25 == 24:
-            ledger.purge_history("s", keep_last=4)
-            oldest = len(versions) - 3
-    other = Ledger(open_store())
-    for version in range(oldest, len(versions) + 1):
-        state = other.load("s", version=version)
-        got = {name: state.lists.get(name, []) for name in current}
-        assert got == versions[version - 1], version
 
 
 # -- the migration from positions to ranks ----------------------------------------------------
