@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.systems import SYSTEMS, SystemSpec, get
 
-__all__ = ["BENCH", "PEERS_PYTHON", "Plan", "interpreter", "peer_distributions", "run"]
+__all__ = ["BENCH", "PEERS_PYTHON", "Plan", "interpreter", "peer_distributions", "run", "run_child"]
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -72,6 +72,33 @@ def interpreter(name: str) -> str:
     return _interpreter(get(name))
 
 
+def run_child(
+    spec: SystemSpec, args: list[str], timeout: float
+) -> tuple[str, str, int | None, bool]:
+    """Run ``python -m *args`` for system ``spec`` from the checkout, in a session of its own
+    that is killed whole after ``timeout`` seconds. The main interpreter gets this checkout's
+    ``src`` first on its path, so the agentledger measured is this one, whatever is installed.
+    Returns stdout, stderr, the exit status and whether it timed out."""
+    path = [str(ROOT), str(ROOT / "src")] if spec.interpreter == "main" else [str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONHASHSEED": "0"}
+    proc = subprocess.Popen(
+        [_interpreter(spec), "-m", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return stdout, stderr, proc.returncode, False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        return stdout, stderr, proc.returncode, True
+
+
 def _run_process(
     spec: SystemSpec, sizes: list[int], plan: Plan, workload: tuple[str, str], log: Any
 ) -> dict[int, dict[str, Any]]:
@@ -87,27 +114,11 @@ def _run_process(
         "budget": plan.budget,
         "tail_cap": plan.tail_cap,
     }
-    # the main interpreter measures the agentledger of this checkout, whatever is installed
-    path = [str(ROOT), str(ROOT / "src")] if spec.interpreter == "main" else [str(ROOT)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONHASHSEED": "0"}
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
-    proc = subprocess.Popen(
-        [_interpreter(spec), "-m", "bench.child", json.dumps(child_spec)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    stdout, stderr, returncode, timed_out = run_child(
+        spec, ["bench.child", json.dumps(child_spec)], plan.timeout * len(sizes)
     )
-    timed_out = False
-    try:
-        stdout, stderr = proc.communicate(timeout=plan.timeout * len(sizes))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
     shutil.rmtree(workdir, ignore_errors=True)
     out: dict[int, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
@@ -136,7 +147,7 @@ def _run_process(
         if timed_out and res["status"] == "ok" and not done:
             res["status"] = "timeout"
             res["why"] = f"killed after {plan.timeout * len(sizes):.0f} s"
-    if proc.returncode not in (0, None) and not timed_out and stderr:
+    if returncode not in (0, None) and not timed_out and stderr:
         log.write(f"\n--- {spec.name}: stderr ---\n{stderr[-4000:]}\n")
     return out
 

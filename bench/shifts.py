@@ -40,7 +40,6 @@ import glob
 import json
 import os
 import shlex
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import measure
+from bench.runner import PEERS_PYTHON, run_child
 from bench.systems import get
 from bench.systems.base import emit
 from bench.workload import TURN
@@ -100,7 +100,6 @@ QUICK = {"sizes": [400, 4000], "reps": 3, "budget": 2.0, "timeout": 120.0}
 FULL = {"sizes": [400, 4000, 12000], "reps": 7, "budget": 5.0, "timeout": 900.0}
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS_PYTHON = ROOT / "bench" / ".venv-peers" / "bin" / "python"
 OUT = ROOT / "bench" / "out"
 
 
@@ -295,25 +294,10 @@ def _run_one(name: str, n: int, opts: dict[str, Any], log: Any) -> dict[str, Any
         return {"status": "not installed", "why": "bench/.venv-peers missing: --install-peers"}
     workdir = tempfile.mkdtemp(prefix=f"{name}-{n}-", dir=opts["workdir"])
     child = {**opts["child"], "system": name, "messages": n, "workdir": workdir}
-    path = [str(ROOT)] if peers else [str(ROOT), str(ROOT / "src")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONHASHSEED": "0"}
-    python = str(PEERS_PYTHON) if peers else sys.executable
-    proc = subprocess.Popen(
-        [python, "-m", "bench.shifts", "--child", json.dumps(child)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    stdout, stderr, returncode, timed_out = run_child(
+        spec, ["bench.shifts", "--child", json.dumps(child)], opts["timeout"]
     )
-    try:
-        stdout, stderr = proc.communicate(timeout=opts["timeout"])
-        status = "ok"
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        status = "timeout"
+    status = "timeout" if timed_out else "ok"
     out: dict[str, Any] = {"status": status, "scenarios": {}}
     for line in stdout.splitlines():
         if line.startswith("{"):
@@ -327,7 +311,7 @@ def _run_one(name: str, n: int, opts: dict[str, Any], log: Any) -> dict[str, Any
                 out["scenarios"][kind] = rec
     if status == "timeout":
         out["why"] = f"killed after {opts['timeout']:.0f} s"
-    if proc.returncode not in (0, None) and status == "ok" and stderr:
+    if returncode not in (0, None) and status == "ok" and stderr:
         log.write(f"\n--- {name} @ {n}: stderr ---\n{stderr[-3000:]}\n")
     for kind, rec in out["scenarios"].items():
         if "error" in rec:

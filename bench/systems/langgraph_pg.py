@@ -12,10 +12,10 @@ from importlib.metadata import version
 from typing import Any
 
 from bench.systems.langgraph_ import LangGraph
-from bench.systems.pg import PgSchemas, base_url
+from bench.systems.pg import OnPostgres, PgSchemas, base_url
 
 
-class LangGraphPostgres(LangGraph):
+class LangGraphPostgres(OnPostgres, LangGraph):
     api = {
         **LangGraph.api,
         "reload": "graph.get_state(config).values['messages'] on a fresh PostgresSaver",
@@ -38,15 +38,6 @@ class LangGraphPostgres(LangGraph):
         out = {n: version(n) for n in names}
         out["postgresql"] = PgSchemas.server_version()
         return out
-
-    def storage_path(self) -> str | None:
-        return None
-
-    def storage_bytes(self) -> int | None:
-        return self._pg.size(self.generation)
-
-    def counters(self) -> dict[str, int]:
-        return self._pg.wal()
 
     def connect(self) -> Any:
         """A connection as PostgresSaver's documentation opens it, on this run's schema."""

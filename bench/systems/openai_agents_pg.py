@@ -14,10 +14,10 @@ from importlib.metadata import version
 from typing import Any
 
 from bench.systems.openai_agents import SESSION, OpenAIAgents
-from bench.systems.pg import PgSchemas, base_url
+from bench.systems.pg import OnPostgres, PgSchemas, base_url
 
 
-class OpenAIAgentsPostgres(OpenAIAgents):
+class OpenAIAgentsPostgres(OnPostgres, OpenAIAgents):
     name = "openai-agents-postgres"
     api = {
         **OpenAIAgents.api,
@@ -39,15 +39,6 @@ class OpenAIAgentsPostgres(OpenAIAgents):
         out = {n: version(n) for n in names}
         out["postgresql"] = PgSchemas.server_version()
         return out
-
-    def storage_path(self) -> str | None:
-        return None
-
-    def storage_bytes(self) -> int | None:
-        return self._pg.size(self.generation)
-
-    def counters(self) -> dict[str, int]:
-        return self._pg.wal()
 
     def engine(self) -> Any:
         from sqlalchemy.ext.asyncio import create_async_engine

@@ -13,7 +13,15 @@ import os
 import uuid
 from typing import Any
 
-__all__ = ["PG_DEFAULT", "PG_ENV", "SCHEMA_ENV", "PgSchemas", "Unavailable", "base_url"]
+__all__ = [
+    "PG_DEFAULT",
+    "PG_ENV",
+    "SCHEMA_ENV",
+    "OnPostgres",
+    "PgSchemas",
+    "Unavailable",
+    "base_url",
+]
 
 PG_ENV = "AGENTLEDGER_BENCH_POSTGRES"
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
@@ -95,3 +103,21 @@ class PgSchemas:
         with psycopg.connect(base_url(), autocommit=True) as conn:
             for g in range(generations + 1):
                 conn.execute(f'DROP SCHEMA IF EXISTS "{self.name(g)}" CASCADE')
+
+
+class OnPostgres:
+    """The storage figures of a peer whose store is its schema on the server (mixed in before
+    the peer's own class): no file, the schema's size, the server's WAL. The system sets
+    ``_pg`` and has ``generation``."""
+
+    _pg: PgSchemas
+    generation: int
+
+    def storage_path(self) -> str | None:
+        return None
+
+    def storage_bytes(self) -> int | None:
+        return self._pg.size(self.generation)
+
+    def counters(self) -> dict[str, int]:
+        return self._pg.wal()
