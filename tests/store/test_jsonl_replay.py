@@ -285,9 +285,7 @@ def test_an_unknown_record_is_refused_not_skipped(
 
 
 def test_a_format_1_log_takes_keep_records(ledgers: Callable[[], Ledger], root: Path) -> None:
-    path = _log(root)
-    path.parent.mkdir(parents=True)
-    path.write_bytes(FORMAT_1)
+    path = _format_1_log(root)
     m = _old_msgs()
     edited = m[1].replace(content="edited")
     reader = ledgers()
@@ -487,6 +485,14 @@ FORMAT_1 = b"""\
 """  # noqa: E501 - written by agentledger before the checks (main at 6b29d49)
 
 
+def _format_1_log(root: Path) -> Path:
+    """Session ``s`` as the format 1 log above; returns its path."""
+    path = _log(root)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(FORMAT_1)
+    return path
+
+
 def _old_msgs() -> list[Msg]:
     from datetime import UTC, datetime
 
@@ -497,9 +503,7 @@ def _old_msgs() -> list[Msg]:
 def test_a_format_1_log_still_loads_and_new_versions_carry_checks(
     ledgers: Callable[[], Ledger], root: Path
 ) -> None:
-    path = _log(root)
-    path.parent.mkdir(parents=True)
-    path.write_bytes(FORMAT_1)
+    path = _format_1_log(root)
     m = _old_msgs()
     edited = m[1].replace(content="edited")
     reader = ledgers()
