@@ -107,6 +107,15 @@ def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
+def _floor(conn: sqlite3.Connection, sid: int, name: str, where: str) -> bytes | None:
+    """The live floor of list ``name`` (see ``ranks``), or None."""
+    row = conn.execute(
+        "SELECT floor FROM list_floors WHERE sid = ? AND list = ? AND version_to IS NULL",
+        (sid, name),
+    ).fetchone()
+    return typed_row(row, "b", where)[0] if row else None
+
+
 class SqliteStore(Store):
     """Sessions in one SQLite file; see the module docstring.
 
@@ -547,20 +556,15 @@ class SqliteStore(Store):
         ``CorruptStoreError``.
         """
         name = write.name
-        floor_row = conn.execute(
-            "SELECT floor FROM list_floors WHERE sid = ? AND list = ? AND version_to IS NULL",
-            (sid, name),
-        ).fetchone()
-        floor = typed_row(floor_row, "b", where)[0] if floor_row else None
         planned = write.ranks
         if planned is None or before is None:  # a plan made without ranks, or legacy sums
-            old, _ = live_ranks(conn, sid, name, floor, where)
+            old, _ = live_ranks(conn, sid, name, _floor(conn, sid, name, where), where)
             before = len(old)
-            if planned is None:
-                positions = sorted(p for p, _ in write.puts)
-                runs = write.kept_runs(before)
-                planned = plan_ranks(old, floor, runs, positions, write.length)
-        kept = sum(count for _, _, count in write.kept_runs(before))
+        runs = write.kept_runs(before)
+        if planned is None:
+            positions = sorted(p for p, _ in write.puts)
+            planned = plan_ranks(old, _floor(conn, sid, name, where), runs, positions, write.length)
+        kept = sum(count for _, _, count in runs)
         if len(planned.closed_ranks) + planned.dropped != before - kept:
             raise UserError(f"list {name!r}: the rank plan does not match the kept runs")
         live = "sid = ? AND list = ? AND version_to IS NULL"
@@ -588,7 +592,7 @@ class SqliteStore(Store):
                 fewer, bounds, params = (
                     "hidden",
                     "rank > ? AND rank <= ?",
-                    (floor or b"", planned.floor),
+                    (_floor(conn, sid, name, where) or b"", planned.floor),
                 )
                 expected = planned.dropped
             else:  # the puts are not inserted yet: the live rows above the floor stay
