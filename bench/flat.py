@@ -163,8 +163,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", default="docs/benchmarks.md", help="the report to put the section in")
     args = p.parse_args(argv)
     sizes = [40, 400] if args.quick else [400, 12_000]
-    reps = args.reps or (8 if args.quick else 60)
+    reps = args.reps if args.reps is not None else (8 if args.quick else 60)
     backends = [b for b in args.backends.split(",") if b]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown or not backends:
+        p.error(f"--backends takes some of {', '.join(BACKENDS)}; got {args.backends!r}")
+    if reps < 1:
+        p.error(f"--reps must be at least 1, got {reps}")
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         meta = {"reps": reps, "machine": facts.machine(tmp, ROOT)}

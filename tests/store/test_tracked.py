@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentledger import Ledger, Msg, TrackedList
+from agentledger import Ledger, Msg, TrackedList, UserError
 from agentledger.store.planner import diff_list
 
 _OPS = st.lists(
@@ -135,3 +135,5 @@ def test_a_tracked_list_behaves_as_a_list(tmp_path: Path) -> None:
         assert ledger.save("s", live).appended == 5  # a list never saved: compared in full
         assert ledger.tracked("s") == msgs
         assert ledger.tracked("nothing-here") == []
+        with pytest.raises(UserError, match="list name"):
+            ledger.tracked("s", name="x/../y")

@@ -287,6 +287,7 @@ class Ledger:
         to ``save``, which then compares only from the first position changed, so a save costs
         the same at 12 messages or 12,000 (see ``tracked``)."""
         key = self.key(session, tenant)
+        name = check_list_name(name)
         state = self.load(session, tenant=tenant)
         live = TrackedList(state.lists.get(name, []))
         head = self._heads.get(key)
