@@ -642,8 +642,11 @@ def main(argv: list[str]) -> int:
 
     started = time.perf_counter()
     mode = QUICK if args.quick else FULL
-    sizes = sorted(int(s) for s in args.sizes.split(",")) if args.sizes else mode["sizes"]
-    if any(s % TURN or s < 16 for s in sizes):
+    try:
+        sizes = sorted(int(s) for s in args.sizes.split(",")) if args.sizes else mode["sizes"]
+    except ValueError:
+        sys.exit(f"--sizes: comma-separated whole numbers, got {args.sizes!r}")
+    if not sizes or any(s % TURN or s < 16 for s in sizes):
         sys.exit("--sizes: each a multiple of 4, at least 16")
     systems = args.systems.split(",") if args.systems else list(SYSTEMS)
     unknown = sorted(set(systems) - set(SYSTEMS))
