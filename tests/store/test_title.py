@@ -72,3 +72,14 @@ def test_encoded_messages_without_a_user_role_are_never_decoded() -> None:
     )
     assert find_title(loaded) == (50, "question 50")
     assert all(m._stored is not None for m in loaded[:50])  # still deferred: never decoded
+
+
+def test_finding_the_title_decodes_its_source_and_not_the_messages_loaded_with_it() -> None:
+    msgs = [_msg("user", 0), *(_msg("assistant", i) for i in range(1, 100))]
+    loaded = deferred_messages(
+        [m.id for m in msgs], [m.digest for m in msgs], list(map(encode, msgs))
+    )
+    assert find_title(loaded) == (0, "question 0")
+    assert loaded[0]._stored is None
+    assert all(m._stored is not None for m in loaded[1:])  # its batch is left for a reader
+    assert loaded[1:] == msgs[1:] and [m.content for m in loaded] == [m.content for m in msgs]

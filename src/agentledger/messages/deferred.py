@@ -55,7 +55,7 @@ from agentledger.messages.slots import (
     set_usage,
 )
 
-__all__ = ["BATCH", "decode_deferred", "fill"]
+__all__ = ["BATCH", "decode_deferred", "fill", "fill_one"]
 
 #: Messages of one load decoded together, on the first read of any of them (see ``fill``).
 BATCH = 64
@@ -133,6 +133,21 @@ def fill(msg: Any) -> None:
     deque(map(set_stored, done, repeat(None)), maxlen=0)  # last: every field is set
     if failed is not None:
         raise failed
+
+
+def fill_one(msg: Any) -> None:
+    """Decode a deferred message's stored bytes into its fields, after checking them, and
+    nothing else of its batch.
+
+    For a reader that needs one message of a list it will not read on: the first save after a
+    session is reopened looks for the title's source, the first user message, and decoding the
+    64 messages loaded with it would cost that save more than the rest of its work. The batch
+    still holds the message; a later ``fill`` of the batch skips it, as it skips any message
+    already decoded.
+    """
+    body = msg._stored
+    if body is not None:
+        set_fields(msg, _record(msg, body))
 
 
 _SETTERS = tuple(

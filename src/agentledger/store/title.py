@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from agentledger.messages import Msg
+from agentledger.messages.deferred import fill_one
 
 __all__ = ["TITLE_LENGTH", "UNKNOWN", "find_title", "title_after_change", "title_text"]
 
@@ -53,6 +54,7 @@ def _first_title(msgs: Sequence[Msg], positions: Iterable[int]) -> tuple[int, st
     for position in positions:
         msg = msgs[position]
         if _may_be_user(msg):
+            fill_one(msg)  # this message only: a title search reads no further than its source
             text = title_text(msg)
             if text is not None:
                 return position, text
