@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 
 import pytest
@@ -20,6 +21,7 @@ from agentledger import (
 from agentledger.wire import (
     NOT_EXECUTED,
     FindingKind,
+    HistoryChecker,
     RepairKind,
     check,
     repair,
@@ -245,3 +247,63 @@ def test_repair_always_yields_a_strictly_valid_history(msgs: list[Msg], mode: st
     assert again.changes == [] and again.messages == report.messages
     if not validate(msgs):
         assert report.changes == [] and report.messages == msgs
+
+
+# -- HistoryChecker: a growing history checked from where the last valid one ended -------------
+validate_module = importlib.import_module("agentledger.wire.validate")  # the package's name for
+# it is the function
+_any_msg = st.one_of(_history_msg, st.just(Msg.system("s", created_at=None)))
+
+
+@given(data=st.data(), target=st.sampled_from(["strict", "openai", "anthropic", "agui"]))
+def test_a_checker_raises_exactly_what_check_raises_as_a_history_grows(
+    data: st.DataObject, target: str
+) -> None:
+    checker = HistoryChecker(target)  # type: ignore[arg-type]
+    history: list[Msg] = []
+    for _ in range(data.draw(st.integers(1, 8))):
+        step = data.draw(st.sampled_from(["grow", "grow", "grow", "repair", "cut", "edit"]))
+        if step == "grow":
+            history = history + data.draw(st.lists(_any_msg, max_size=4))
+        elif step == "repair":  # a valid history, often with the objects of the last one
+            history = repair(history, target=target).messages  # type: ignore[arg-type]
+        elif step == "cut":
+            history = history[: data.draw(st.integers(0, len(history)))]
+        elif history:
+            at = data.draw(st.integers(0, len(history) - 1))
+            history = [*history[:at], data.draw(_any_msg), *history[at + 1 :]]
+        expected = validate(history, target=target)  # type: ignore[arg-type]
+        if expected:
+            with pytest.raises(HistoryError) as info:
+                checker.check(history)
+            assert list(info.value.findings) == expected
+            with pytest.raises(HistoryError) as whole:
+                check(history, target=target)  # type: ignore[arg-type]
+            assert str(info.value) == str(whole.value)
+        else:
+            checker.check(history)
+            calls = {c.id for m in history for c in m.tool_calls}
+            assert checker.call_ids == calls
+
+
+def test_a_checker_walks_only_what_was_added_to_a_history_that_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    starts: list[int] = []
+    real = validate_module._Validator
+
+    def recording(msgs: list[Msg], target: str, start: int = 0, before: object = None) -> object:
+        starts.append(start)
+        return real(msgs, target, start, before)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(validate_module, "_Validator", recording)
+    turn = [Msg.user("u"), Msg.assistant([_call("c1")]), Msg.tool([_result("c1")])]
+    history = turn * 1  # the same objects, so a copy begins with the history that passed
+    checker = HistoryChecker()
+    checker.check(history)
+    checker.check([*history, Msg.assistant("a"), Msg.user("again")])
+    edited = [Msg.user("changed"), *history[1:]]
+    checker.check(edited)
+    with pytest.raises(HistoryError):  # the second call c1 is refused even though c1 passed
+        checker.check([*edited, Msg.assistant([_call("c1")]), Msg.tool([_result("c1")])])
+    assert starts == [0, 3, 0, 3]

@@ -6,7 +6,8 @@
 - ``to_responses`` / ``from_responses``: OpenAI Responses-API input and output items (what the
   OpenAI Agents SDK stores), every key kept.
 - ``validate`` / ``check`` / ``repair``: find, refuse or explicitly fix histories that strict
-  providers reject (unanswered tool calls, orphan or duplicate results, empty messages).
+  providers reject (unanswered tool calls, orphan or duplicate results, empty messages);
+  ``HistoryChecker`` checks a growing history from where the last valid one ended.
 - ``ToolIds``: tool-call ids mapped per provider (Anthropic's id pattern, OpenAI's 40
   characters) and back, the stored ids never changed.
 
@@ -38,6 +39,7 @@ from agentledger.wire.tool_ids import ToolIds, wire_tool_id
 from agentledger.wire.validate import (
     Finding,
     FindingKind,
+    HistoryChecker,
     Target,
     check,
     validate,
@@ -47,6 +49,7 @@ __all__ = [
     "NOT_EXECUTED",
     "Finding",
     "FindingKind",
+    "HistoryChecker",
     "RepairChange",
     "RepairKind",
     "RepairReport",

@@ -31,6 +31,7 @@ import enum
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Literal
 
 from agentledger.errors import HistoryError, UserError
@@ -42,6 +43,7 @@ __all__ = [
     "TARGETS",
     "Finding",
     "FindingKind",
+    "HistoryChecker",
     "Target",
     "check",
     "is_empty_assistant",
@@ -118,15 +120,24 @@ def validate(msgs: Sequence[Msg], *, target: Target = "strict") -> list[Finding]
 class _Validator:
     """One pass over a history, tracking which calls are open, answered and seen."""
 
-    def __init__(self, msgs: list[Msg], target: Target) -> None:
+    def __init__(
+        self, msgs: list[Msg], target: Target, start: int = 0, before: _Valid | None = None
+    ) -> None:
+        """Check ``msgs`` from ``start``; ``before`` is what the valid ``msgs[:start]`` left
+        (see ``HistoryChecker``)."""
         self.msgs = msgs
         self.target = target
+        self.start = start
         self.findings: list[Finding] = []
+        self.earlier = before.calls if before is not None else frozenset()  # all answered
+        self.started = before.started if before is not None else False  # a non-system message
         self.first_call: dict[str, int] = {}  # call id -> index of the first message calling it
-        for i, msg in enumerate(msgs):
+        for i in range(start, len(msgs)):
+            msg = msgs[i]
             if msg.role == "assistant":
                 for call in msg.tool_calls:
-                    self.first_call.setdefault(call.id, i)
+                    if call.id not in self.earlier:
+                        self.first_call.setdefault(call.id, i)
         self.window: set[str] = set()  # calls of the current assistant turn awaiting results
         self.answered: set[str] = set()
 
@@ -134,9 +145,10 @@ class _Validator:
         self.findings.append(Finding(kind, i, self.msgs[i].id, call_id, text))
 
     def run(self) -> list[Finding]:
-        seen_calls: set[str] = set()
-        started = False  # a non-system message has been seen
-        for i, msg in enumerate(self.msgs):
+        seen_calls = set(self.earlier)
+        started = self.started
+        for i in range(self.start, len(self.msgs)):
+            msg = self.msgs[i]
             for block in msg.content:
                 if not block_fits(msg.role, block):
                     what = f"a {block_type(block)} block cannot sit in a {msg.role} message"
@@ -167,6 +179,7 @@ class _Validator:
             if call_id not in self.answered:
                 what = f"tool call {call_id!r} has no result"
                 self.add(FindingKind.UNANSWERED_CALL, i, call_id, what)
+        self.started = started
         self.findings.sort(key=lambda f: f.index)
         return self.findings
 
@@ -180,7 +193,10 @@ class _Validator:
 
     def _result(self, i: int, result: ToolResultBlock) -> None:
         call_id = result.id
-        if call_id not in self.first_call:
+        if call_id in self.earlier:  # answered before ``start``
+            what = f"second result for call {call_id!r}"
+            self.add(FindingKind.DUPLICATE_RESULT, i, call_id, what)
+        elif call_id not in self.first_call:
             self.add(FindingKind.ORPHAN_RESULT, i, call_id, f"result for unknown call {call_id!r}")
         elif call_id in self.answered:
             what = f"second result for call {call_id!r}"
@@ -200,5 +216,65 @@ def check(msgs: Sequence[Msg], *, target: Target = "strict") -> None:
     """Raise ``HistoryError`` (with ``.findings``) when ``validate`` finds anything."""
     findings = validate(msgs, target=target)
     if findings:
-        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        raise HistoryError(f"history is not valid for {target}: {findings[0]}{more}", findings)
+        raise _invalid(findings, target)
+
+
+def _invalid(findings: list[Finding], target: Target) -> HistoryError:
+    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+    return HistoryError(f"history is not valid for {target}: {findings[0]}{more}", findings)
+
+
+@dataclass(frozen=True, slots=True)
+class _Valid:
+    """What a history that passed leaves to the messages after it."""
+
+    msgs: list[Msg]  # its messages: the same objects, in order, are the same history
+    calls: frozenset[str]  # its tool-call ids, each answered (an unanswered call fails)
+    started: bool  # it holds a message that starts the conversation (``anthropic``)
+
+
+class HistoryChecker:
+    """``check`` for a history checked again as it grows: the part that passed is not walked
+    again, so checking a 12,000-message context before each model call costs what was added.
+
+    The agent loop checks its context before every model call, and the context grows by a few
+    messages between two calls. The checker remembers the last history that passed, by the
+    identity of its messages (a ``Msg`` never changes, so the same objects in the same order
+    are the same history), and what a valid history leaves to the messages after it: its tool
+    calls, every one of them answered, and whether the conversation has started. A history
+    that begins with the one that passed is checked from where that one ended; any other is
+    checked whole. Either way ``check`` raises exactly what ``check(msgs, target=...)``
+    raises: no finding of a whole history can sit in a valid prefix of it, since every rule
+    looks only backwards or at tool calls, and the prefix answered all of its own.
+    """
+
+    def __init__(self, target: Target = "strict") -> None:
+        if target not in TARGETS:
+            raise UserError(f"target must be one of {TARGETS}, got {target!r}")
+        self.target: Target = target
+        self._passed: _Valid | None = None
+
+    @property
+    def call_ids(self) -> frozenset[str]:
+        """The tool-call ids of the last history that passed (its results answer only them)."""
+        return self._passed.calls if self._passed is not None else frozenset()
+
+    def check(self, msgs: Sequence[Msg]) -> None:
+        """Raise ``HistoryError`` (with ``.findings``) when ``validate`` finds anything."""
+        msgs = list(msgs)
+        before = self._passed
+        if before is not None and not _begins_with(msgs, before.msgs):
+            before = None
+        start = len(before.msgs) if before is not None else 0
+        validator = _Validator(msgs, self.target, start, before)
+        findings = validator.run()
+        if findings:
+            raise _invalid(findings, self.target)
+        calls = validator.first_call.keys()
+        self._passed = _Valid(
+            msgs, before.calls.union(calls) if before else frozenset(calls), validator.started
+        )
+
+
+def _begins_with(msgs: list[Msg], prefix: list[Msg]) -> bool:
+    return len(msgs) >= len(prefix) and all(map(is_, msgs, prefix))
