@@ -313,3 +313,37 @@ async def test_a_run_is_stored_under_the_ledgers_tenant() -> None:
     agent = ReActAgent(ScriptedModel([Msg.assistant("there")]), [], store=ledger)
     await agent.run("hello", other)
     assert ledger.exists("s", tenant="named")
+
+
+# -- cost: a step works on what it adds ------------------------------------------------------------
+async def test_after_its_first_save_a_run_compares_and_checks_only_what_each_step_added(
+    ledger: AsyncLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from agentledger.store import ledger as ledger_module
+
+    validate_module = importlib.import_module("agentledger.wire.validate")
+    earlier = [m for i in range(100) for m in (Msg.user(f"q{i}"), Msg.assistant(f"a{i}"))]
+    await ledger.save("s", earlier)
+    compared: list[int] = []  # messages each save compared with the committed list
+    checked_from: list[int] = []
+    real_diff, real_validator = ledger_module.diff_list, validate_module._Validator
+
+    def diff_list(committed, messages, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
+        compared.append(len(messages) - unchanged)
+        return real_diff(committed, messages, known, unchanged=unchanged)
+
+    def validator(msgs, target, start=0, before=None):  # type: ignore[no-untyped-def]
+        checked_from.append(start)
+        return real_validator(msgs, target, start, before)
+
+    monkeypatch.setattr(ledger_module, "diff_list", diff_list)
+    monkeypatch.setattr(validate_module, "_Validator", validator)
+    script = [call_msg("Paris"), call_msg("Rome"), Msg.assistant("both sunny")]
+    agent, _ = make_agent(ledger, script)
+    await agent.run("weather?", "s")
+    assert len(await stored(ledger)) == 200 + 1 + 2 * 2 + 1
+    assert compared[0] == 201 and len(compared) >= 6  # the run's first save compares it whole
+    assert max(compared[1:]) <= 1  # each later one: the message it adds, or nothing
+    assert checked_from[0] == 0 and checked_from[1:] == [201, 203]

@@ -63,3 +63,7 @@ async def test_a_tracked_list_keeps_its_record_through_the_async_ledger(
     assert (await ledger.save("s", live)).appended == 1
     assert compared == [1]  # the list was passed as it is, its record intact
     assert await ledger.messages("s") == list(live)
+    live.append(Msg.assistant("another", id="r2"))
+    await ledger.save_state("s", lists={"context": live}, values={"k": 1})
+    assert compared == [1, 1]  # save_state passes it as it is too
+    assert await ledger.messages("s") == list(live)

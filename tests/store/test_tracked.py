@@ -73,11 +73,16 @@ def test_every_save_commits_exactly_the_tracked_content(
     other = Ledger(ledger.store)
     ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(20)])
     live = ledger.tracked("s")
+    saved = list(live)
     made = [0]
     for op, at, count in ops:
+        kept = live.changed_from  # what it says is as last saved, is
+        assert live[:kept] == saved[:kept] and kept <= len(live)
         if op == "save":
             ledger.save("s", live)
             assert Ledger(ledger.store).messages("s") == list(live)
+            saved = list(live)
+            assert live.changed_from == len(live)
         elif op == "other_writer":  # another writer's commit: the record no longer applies
             other.save("s", [*other.messages("s"), Msg.user(f"o{made[0]}", id=f"o{made[0]}")])
             made[0] += 1

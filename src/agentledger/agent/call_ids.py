@@ -10,7 +10,7 @@ the store holds, and in the message the run appends.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import msgspec
@@ -22,11 +22,13 @@ __all__ = ["CallIds"]
 
 
 class CallIds:
-    """The ids of one model reply, made unique against ``history`` (the session so far)."""
+    """The ids of one model reply, made unique against ``taken``: the tool-call ids of the
+    session so far (``HistoryChecker.call_ids`` of the history sent: it passed strict
+    validation, so its results answer only those calls)."""
 
-    def __init__(self, history: Iterable[Msg]) -> None:
-        self._history = history
-        self._used: set[str] | None = None  # read from the history at the first call only
+    def __init__(self, taken: AbstractSet[str]) -> None:
+        self._taken = taken
+        self._used: set[str] = set()  # the ids this reply kept
         self._by_index: dict[Any, str] = {}
         self._started: list[tuple[str, str]] = []  # (model's id, id kept), in start order
 
@@ -60,15 +62,9 @@ class CallIds:
         return msg.replace(content=tuple(content))
 
     def _fresh(self, call_id: str) -> str:
-        used = self._used
-        if used is None:  # a reply without tool calls never reads the history
-            used = self._used = set()
-            for msg in self._history:
-                used.update(c.id for c in msg.tool_calls)
-                used.update(r.id for r in msg.tool_results)
         kept, n = call_id, 1
-        while kept in used:
+        while kept in self._taken or kept in self._used:
             n += 1
             kept = f"{call_id}_{n}"
-        used.add(kept)
+        self._used.add(kept)
         return kept

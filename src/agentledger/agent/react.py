@@ -10,8 +10,14 @@ The answer is persisted under the id announced by ``ResponseStarted`` before the
 so a client shown the stream finds the same id in the store. Calls to the run's client tools are
 not run here: the run ends with them waiting for the client (``lifecycle.CLIENT``).
 
-History sent to the model is validated first (``wire.check``), the system prompt is passed
-separately and never stored, and private metadata never reaches the provider.
+History sent to the model is validated first (``wire.HistoryChecker``), the system prompt is
+passed separately and never stored, and private metadata never reaches the provider.
+
+Within a run, a step costs what it adds, not what the session holds: the context is a
+``TrackedList``, so each save compares it from its first changed position, and the checker
+walks only the messages added since the last history it passed. What stays proportional to the
+session is what must be: the load at the start of a run, the first save and check of a run,
+and the request sent to the model, which carries the whole context.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 from agentledger.agent.call_ids import CallIds
@@ -61,7 +68,8 @@ from agentledger.errors import AgentLedgerError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from agentledger.store import Ledger, SessionKey, Store
 from agentledger.store.aio import AsyncLedger
-from agentledger.wire import check
+from agentledger.store.tracked import TrackedList
+from agentledger.wire import HistoryChecker
 
 __all__ = ["ReActAgent"]
 
@@ -82,7 +90,8 @@ class _Run:
 
     ctx: RuntimeContext
     run_id: str
-    context: list[Msg] = field(default_factory=list)
+    context: TrackedList = field(default_factory=TrackedList)
+    checker: HistoryChecker = field(default_factory=HistoryChecker)  # what was sent passed
     pending: dict[str, Any] = field(default_factory=dict)
     version: int = 0
     committed: set[str] = field(default_factory=set)
@@ -102,6 +111,16 @@ def _as_input(value: AgentInput) -> list[Msg]:
     if not all(isinstance(m, Msg) for m in msgs):
         raise UserError("agent input must be a string, a Msg or a list of Msg")
     return msgs
+
+
+def _replace_context(context: TrackedList, edited: Sequence[Msg]) -> None:
+    """Make ``context`` hold a middleware's ``edited`` list, changing it only from the first
+    message that is not the same object, so that the next save and check start there."""
+    edited = list(edited)
+    same = list(map(is_, context, edited))
+    kept = same.index(False) if False in same else len(same)
+    if kept < len(context) or kept < len(edited):
+        context[kept:] = edited[kept:]
 
 
 def _open_ledger(store: str | Store | Ledger | AsyncLedger | None) -> AsyncLedger:
@@ -232,7 +251,7 @@ class ReActAgent:
             outcome = hook(ctx, msgs)
             if inspect.isawaitable(outcome):
                 await outcome
-        run.context = list(state.context)  # after the hook, which may have cut it short
+        run.context = TrackedList(state.context)  # after the hook, which may have cut it short
         run.committed = {m.id for m in run.context}
         run.pending = dict(state.values.get(PENDING_VALUE) or {})
         run.version = state.version
@@ -278,12 +297,12 @@ class ReActAgent:
                     yield ContextEditFailed(name, str(exc), kind, run.version)
                     continue
                 if edited is not None:
-                    run.context = list(edited)
+                    _replace_context(run.context, edited)
             async for event in self._save(run):  # persist middleware edits before sending
                 yield event
-            check(run.context, target="strict")
+            run.checker.check(run.context)
             run.builder = ResponseBuilder()
-            call_ids = CallIds(run.context)
+            call_ids = CallIds(run.checker.call_ids)
             async for event in self._reason(run, call_ids):
                 yield event
             response = run.builder.response
@@ -432,6 +451,11 @@ class ReActAgent:
 
     # -- persistence ---------------------------------------------------------------------------
     async def _save(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        """Save the run's context and pending calls; yield ``MessageCommitted`` for each message
+        this save committed. Both cost what changed: the context is a ``TrackedList``, so the
+        save compares it from its first changed position, and only messages from there on can
+        be new."""
+        changed_from = run.context.changed_from
         report = await self.ledger.save_state(
             run.ctx.session_id,
             lists={"context": run.context},
@@ -439,7 +463,7 @@ class ReActAgent:
             tenant=run.ctx.tenant,
         )
         run.version = report.version
-        for msg in run.context:
+        for msg in run.context[changed_from:]:
             if msg.id not in run.committed:
                 run.committed.add(msg.id)
                 yield MessageCommitted(msg, report.version)

@@ -113,7 +113,8 @@ class AsyncLedger:
         drop_unnamed: bool = False,
     ) -> SaveReport:
         # copy the caller's containers here, so later mutation cannot race the worker thread
-        lists = {n: list(m) for n, m in (lists or {}).items()}
+        # (a TrackedList is passed as it is: see ``save``)
+        lists = {n: m if isinstance(m, TrackedList) else list(m) for n, m in (lists or {}).items()}
         values = dict(values or {})
         return await asyncio.to_thread(
             self.sync.save_state,

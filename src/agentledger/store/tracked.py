@@ -69,6 +69,13 @@ class TrackedList(MutableSequence[Msg]):
     def copy(self) -> list[Msg]:
         return list(self._items)
 
+    @property
+    def changed_from(self) -> int:
+        """The lowest position changed since the list was last saved (its length when nothing
+        was): the messages before it are the ones that save committed. Before any save it is
+        0, as for a list whose saves all failed since it was made."""
+        return self._changed_from
+
     # -- changing -----------------------------------------------------------------------------
     def _touch(self, position: int) -> None:
         self._edits += 1
