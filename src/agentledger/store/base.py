@@ -107,6 +107,9 @@ class Head:
     #: For a ``ranked`` store: each list's live ranks, in order, and its floor (see ``ranks``).
     ranks: dict[str, list[bytes]] = field(default_factory=dict)
     floors: dict[str, bytes] = field(default_factory=dict)
+    #: Every value's canonical bytes, when the ledger knows them all (from a load, kept up by
+    #: its saves); None otherwise. A store never fills it.
+    raw_values: dict[str, bytes] | None = None
 
 
 @dataclass(slots=True)

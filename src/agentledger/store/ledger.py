@@ -155,8 +155,11 @@ class Ledger:
 
     The ledger remembers, for the ``cached_sessions`` sessions it used most recently, what it
     last committed or loaded (digests and the ``Msg`` objects), which is what makes the next
-    save of such a session cheap. A session it has forgotten is read back from the store on its
-    next save: memory stays bounded however many sessions one ledger serves.
+    save of such a session cheap, and the next load of its latest version too: while the
+    stored session is still at the life and version remembered (one stamp read says so), a
+    load hands out those messages instead of fetching and decoding them again. A session it
+    has forgotten is read back from the store: memory stays bounded however many sessions one
+    ledger serves.
     """
 
     def __init__(
@@ -218,7 +221,7 @@ class Ledger:
             not verify or self.store.read_stamp(key) == (cached.incarnation, cached.version)
         ):
             return cached
-        head = self.store.read_head(key) or Head(0, {}, {})
+        head = self.store.read_head(key) or Head(0, {}, {}, raw_values={})  # none: all known
         self._keep(key, head)
         return head
 
@@ -244,6 +247,10 @@ class Ledger:
         A session that does not exist loads as an empty state at version 0.
         """
         key = self.key(session, tenant)
+        if version is None:
+            remembered = self._remembered(key)
+            if remembered is not None:
+                return remembered
         stored = self.store.load(key, version)
         if stored is None:
             if version not in (None, 0):
@@ -265,9 +272,32 @@ class Ledger:
                         if rows.ranks is not None
                     },
                     floors=dict(stored.floors),
+                    raw_values=dict(stored.values),
                 ),
             )
         return state
+
+    def _remembered(self, key: SessionKey) -> SessionState | None:
+        """The latest state of the session from what this ledger remembers, when that is all
+        of it and the stored session is still the same life at the same version; else None.
+
+        A load of a session this ledger has just loaded or saved then costs one stamp read
+        and a copy of each list, not the fetch and decoding of every message: the messages
+        are the objects it loaded or committed (a ``Msg`` never changes), the values are
+        decoded again from their committed bytes. The stamp is the one a save plans on, and
+        the key's lock keeps a save from changing the remembered head while it is read.
+        """
+        with self._lock_for(key):
+            head = self._heads.get(key)
+            if head is None or head.raw_values is None or head.messages.keys() != head.lists.keys():
+                return None
+            if any(len(head.messages[n]) != len(d) for n, d in head.lists.items()):
+                return None
+            if self.store.read_stamp(key) != (head.incarnation, head.version):
+                return None
+            lists = {name: list(msgs) for name, msgs in head.messages.items()}
+            raw_values = dict(head.raw_values)
+        return SessionState(head.version, lists, self._values(key, raw_values))
 
     def messages(
         self,
@@ -305,15 +335,19 @@ class Ledger:
             )
             for name, rows in stored.lists.items()
         }
+        return SessionState(stored.version, lists, self._values(key, stored.values))
+
+    @staticmethod
+    def _values(key: SessionKey, raw_values: Mapping[str, bytes]) -> dict[str, Any]:
         values = {}
-        for name, raw in stored.values.items():
+        for name, raw in raw_values.items():
             try:
                 values[name] = decode_value(raw)
             except CodecError as exc:
                 raise CorruptStoreError(
                     f"session {key.session!r} value {name!r} cannot be decoded: {exc}"
                 ) from None
-        return SessionState(stored.version, lists, values)
+        return values
 
     def exists(self, session: str, *, tenant: str | None = None) -> bool:
         return self.store.read_version(self.key(session, tenant)) > 0
@@ -578,8 +612,12 @@ class Ledger:
             for name, raw in plan.values.items():
                 if raw is None:
                     head.values.pop(name, None)
+                    if head.raw_values is not None:
+                        head.raw_values.pop(name, None)
                 else:
                     head.values[name] = digest_of(raw)
+                    if head.raw_values is not None:
+                        head.raw_values[name] = raw
         except Exception:
             self._forget(key)
             return None
