@@ -347,3 +347,27 @@ async def test_after_its_first_save_a_run_compares_and_checks_only_what_each_ste
     assert compared[0] == 201 and len(compared) >= 6  # the run's first save compares it whole
     assert max(compared[1:]) <= 1  # each later one: the message it adds, or nothing
     assert checked_from[0] == 0 and checked_from[1:] == [201, 203]
+
+
+async def test_a_runs_first_check_walks_only_what_came_since_the_last_run(
+    ledger: AsyncLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    validate_module = importlib.import_module("agentledger.wire.validate")
+    starts: list[int] = []
+    real = validate_module._Validator
+
+    def validator(msgs, target, start=0, before=None):  # type: ignore[no-untyped-def]
+        starts.append(start)
+        return real(msgs, target, start, before)
+
+    monkeypatch.setattr(validate_module, "_Validator", validator)
+    agent, _ = make_agent(ledger, [Msg.assistant("one"), Msg.assistant("two"), "three"])
+    await agent.run("first", "s")
+    await agent.run("second", "s")
+    other = Msg.user("written by someone else")  # a new version the agent did not write
+    await ledger.save("s", [*await stored(ledger), Msg.assistant("noted"), other])
+    await agent.run("third", "s")
+    assert starts == [0, 1, 3]  # each run checks from where the last check ended
+    assert [m.text for m in await stored(ledger)][-3:] == [other.text, "third", "three"]

@@ -16,8 +16,11 @@ passed separately and never stored, and private metadata never reaches the provi
 Within a run, a step costs what it adds, not what the session holds: the context is a
 ``TrackedList``, so each save compares it from its first changed position, and the checker
 walks only the messages added since the last history it passed. What stays proportional to the
-session is what must be: the load at the start of a run, the first save and check of a run,
-and the request sent to the model, which carries the whole context.
+session is what must be: the request sent to the model, which carries the whole context, and
+the first save of a run, which compares the context whole (in C). From run to run, the ledger
+hands out the messages it remembers while the session is at the version it last saw, and the
+agent keeps each session's history checker, so the first check of a run walks only what came
+since the last run.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from operator import is_
@@ -74,6 +78,9 @@ from agentledger.wire import HistoryChecker
 __all__ = ["ReActAgent"]
 
 log = logging.getLogger("agentledger.agent")
+
+#: Sessions whose last checked history an agent keeps (see ``ReActAgent._checker``).
+KEPT_CHECKERS = 64
 
 AgentInput = str | Msg | Sequence[Msg] | None
 
@@ -170,6 +177,7 @@ class ReActAgent:
         self.on_state_loaded = on_state_loaded
         self.lease_wait = lease_wait
         self._runs: dict[SessionKey, _Run] = {}
+        self._checkers: OrderedDict[SessionKey, HistoryChecker] = OrderedDict()
 
     # -- public API ------------------------------------------------------------------------
     async def run(self, input: AgentInput, ctx: RuntimeContext | str) -> Msg | None:
@@ -222,7 +230,7 @@ class ReActAgent:
         msgs = _as_input(input)
         key = self.ledger.sync.key(ctx.session_id, ctx.tenant)
         async with self.ledger.lease(ctx.session_id, tenant=ctx.tenant, wait=self.lease_wait):
-            run = _Run(ctx=ctx, run_id=new_id())
+            run = _Run(ctx=ctx, run_id=new_id(), checker=self._checker(key))
             self._runs[key] = run
             try:
                 async for event in self._lifecycle(run, msgs, _recover_only):
@@ -231,6 +239,17 @@ class ReActAgent:
                 del self._runs[key]
 
     # -- one run -----------------------------------------------------------------------------
+    def _checker(self, key: SessionKey) -> HistoryChecker:
+        """The session's history checker, kept from run to run (for the ``KEPT_CHECKERS``
+        sessions run most recently): a run's context is made of the objects the last run left,
+        which its ledger remembers and loads again, so its first check walks only what came
+        since. The session's lease keeps two runs from sharing it."""
+        checker = self._checkers.pop(key, None) or HistoryChecker()
+        self._checkers[key] = checker
+        while len(self._checkers) > KEPT_CHECKERS:
+            self._checkers.popitem(last=False)
+        return checker
+
     def _ctx(self, ctx: RuntimeContext | str) -> RuntimeContext:
         """The run's context, its tenant defaulting to the ledger's."""
         if isinstance(ctx, str):
