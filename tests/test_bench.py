@@ -257,6 +257,7 @@ def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Pa
             for holder in ("list", "tracked"):
                 assert set(results[backend][n][holder]) == set(flat.KINDS)
                 assert all(ms > 0 for ms in results[backend][n][holder].values())
+            assert results[backend][n]["agent"] > 0
     meta = {
         "reps": 3,
         "machine": {
@@ -271,3 +272,4 @@ def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Pa
     section = flat.render(results, [8, 40], meta)
     assert section.startswith("## Flat cost (issue 17)")
     assert section.count("| memory | tracked |") == len(flat.KINDS)
+    assert "A whole agent run" in section and section.count("| sqlite | ") == 2 * 4 + 1
