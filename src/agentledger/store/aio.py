@@ -149,10 +149,16 @@ class AsyncLedger:
         return await asyncio.to_thread(self.sync.delete, session, tenant=tenant)
 
     async def list_sessions(
-        self, *, tenant: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        tenant: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        after: SessionInfo | str | None = None,
     ) -> list[SessionInfo]:
+        """See ``Ledger.list_sessions``: page with ``after`` (a row or its ``cursor``)."""
         return await asyncio.to_thread(
-            self.sync.list_sessions, tenant=tenant, limit=limit, offset=offset
+            self.sync.list_sessions, tenant=tenant, limit=limit, offset=offset, after=after
         )
 
     async def history(self, session: str, *, tenant: str | None = None) -> list[VersionInfo]:

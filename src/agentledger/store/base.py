@@ -38,6 +38,7 @@ from agentledger.errors import (
     VersionNotFoundError,
 )
 from agentledger.messages import Msg, digest_of
+from agentledger.store.cursor import Keyset, encode_cursor
 from agentledger.store.media import decode_without_media
 from agentledger.store.ranks import RankPlan
 
@@ -304,6 +305,12 @@ class SessionInfo:
     created_at: datetime
     updated_at: datetime
 
+    @property
+    def cursor(self) -> str:
+        """Where this row stands in the listing, as a short URL-safe string: pass it (or the
+        row itself) as ``list_sessions(after=...)`` for the page that follows it."""
+        return encode_cursor(self.tenant, self.updated_at, self.session_id)
+
 
 @dataclass(frozen=True, slots=True)
 class VersionInfo:
@@ -390,9 +397,18 @@ class Store(ABC):
 
     @abstractmethod
     def list_sessions(
-        self, tenant: str, *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        after: Keyset | None = None,
     ) -> list[SessionInfo]:
-        """A tenant's sessions, most recently updated first."""
+        """A tenant's sessions, most recently updated first: by ``(updated_at, session_id)``,
+        descending. With ``after``, only those that sort below it (``(updated_at, session) <
+        after``), answered from an index where the store has one, so that a page deep in the
+        list costs what the first one does. ``Ledger`` passes ``after`` only when it is set.
+        """
 
     # -- writing -----------------------------------------------------------------------
     @abstractmethod

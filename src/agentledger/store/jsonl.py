@@ -54,6 +54,7 @@ from agentledger.store.base import (
     searchable_text,
     snippet_around,
 )
+from agentledger.store.cursor import Keyset, newest_first
 from agentledger.store.ids import path_component
 from agentledger.store.jsonl_blobs import BLOBS, collect_blobs, refs_in, write_blobs
 from agentledger.store.jsonl_compact import compacted, live_bytes
@@ -303,7 +304,12 @@ class JsonlStore(Store):
 
     @_typed
     def list_sessions(
-        self, tenant: str, *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        after: Keyset | None = None,
     ) -> list[SessionInfo]:
         directory = self._tenant_dir(tenant)
         try:
@@ -315,8 +321,7 @@ class JsonlStore(Store):
             info = self._session_info(Path(entry.path))
             if info is not None and info.tenant == tenant:
                 infos.append(info)
-        infos.sort(key=lambda i: (i.updated_at, i.session_id), reverse=True)
-        return infos[offset : None if limit is None else offset + limit]
+        return newest_first(infos, limit=limit, offset=offset, after=after)
 
     def _session_info(self, path: Path) -> SessionInfo | None:
         """From the cached index, else from the file's first line and last commit record,

@@ -44,6 +44,7 @@ from agentledger.store.base import (
     VersionInfo,
     searchable_text,
 )
+from agentledger.store.cursor import check_page
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice_into
@@ -357,11 +358,28 @@ class Ledger:
         return self.store.read_version(self.key(session, tenant))
 
     def list_sessions(
-        self, *, tenant: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        tenant: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        after: SessionInfo | str | None = None,
     ) -> list[SessionInfo]:
-        """Sessions of a tenant, most recently updated first."""
+        """Sessions of a tenant, most recently updated first (by ``updated_at``, then session
+        id, descending), at most ``limit`` of them.
+
+        Page with ``after``: the last row of the previous page, or its ``cursor`` string. Each
+        page then costs what the first does, and a session updated between two page reads
+        moves to the front rather than making a later page skip or repeat another. ``offset``
+        (skip that many rows, at the cost of reading them) cannot be combined with it.
+        """
         tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
-        return self.store.list_sessions(tenant, limit=limit, offset=offset)
+        keyset = check_page(
+            limit, offset, after.cursor if isinstance(after, SessionInfo) else after, tenant
+        )
+        if keyset is None:  # stores written before cursors do not take ``after``
+            return self.store.list_sessions(tenant, limit=limit, offset=offset)
+        return self.store.list_sessions(tenant, limit=limit, after=keyset)
 
     def history(self, session: str, *, tenant: str | None = None) -> list[VersionInfo]:
         """Every version on record and what it changed, oldest first."""

@@ -28,6 +28,7 @@ from agentledger.store.base import (
     check_version,
     drop_dead_rows,
 )
+from agentledger.store.cursor import Keyset, newest_first
 from agentledger.store.media import blob_refs
 from agentledger.store.planner import splice_into
 from agentledger.store.ranks import plan_ranks
@@ -149,7 +150,12 @@ class MemoryStore(Store):
             return [v for v in s.versions if v.version >= s.oldest] if s else []
 
     def list_sessions(
-        self, tenant: str, *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        after: Keyset | None = None,
     ) -> list[SessionInfo]:
         with self._lock:
             infos = [
@@ -165,8 +171,7 @@ class MemoryStore(Store):
                 for k, s in self._sessions.items()
                 if k.tenant == tenant
             ]
-        infos.sort(key=lambda i: (i.updated_at, i.session_id), reverse=True)
-        return infos[offset : None if limit is None else offset + limit]
+        return newest_first(infos, limit=limit, offset=offset, after=after)
 
     def commit(self, plan: CommitPlan) -> str:
         with self._lock:

@@ -65,6 +65,7 @@ from agentledger.store.base import (
     process_lock,
     snippet_around,
 )
+from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
 from agentledger.store.ranks import RankPlan, plan_ranks
@@ -361,11 +362,20 @@ class PostgresStore(Store):
         return self._read("history", run)
 
     def list_sessions(
-        self, tenant: str, *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        after: Keyset | None = None,
     ) -> list[SessionInfo]:
+        args: dict[str, Any] = {"tenant": tenant, "limit": limit, "offset": offset}
+        if after is not None:
+            args.update(updated_at=after.updated_at, session=after.session_id)
+        sql = self._q.list_sessions if after is None else self._q.list_sessions_after
+
         def run(conn: psycopg.Connection[Any]) -> list[SessionInfo]:
-            cur = conn.execute(self._q.list_sessions, (tenant, limit, offset))
-            return [SessionInfo(*row) for row in cur.fetchall()]
+            return [SessionInfo(*row) for row in conn.execute(sql, args).fetchall()]
 
         return self._read("list_sessions", run)
 

@@ -204,10 +204,15 @@ class Queries:
             "WHERE x.tenant = %s AND x.session = %s AND v.version >= x.oldest_version "
             "ORDER BY v.version"
         )
-        self.list_sessions = (
+        listed = (
             "SELECT tenant, session, title, message_count, version, created_at, updated_at "
-            f"FROM {s}.sessions WHERE tenant = %s ORDER BY updated_at DESC, session DESC "
-            "LIMIT %s OFFSET %s"
+            f"FROM {s}.sessions WHERE tenant = %(tenant)s"
+        )
+        newest_first = "ORDER BY updated_at DESC, session DESC LIMIT %(limit)s OFFSET %(offset)s"
+        self.list_sessions = f"{listed} {newest_first}"
+        # a range of sessions_recent: a deep page does not walk (and skip) the rows before it
+        self.list_sessions_after = (
+            f"{listed} AND (updated_at, session) < (%(updated_at)s, %(session)s) {newest_first}"
         )
         self.create = (
             f"INSERT INTO {s}.sessions (tenant, session, version, title, message_count, "

@@ -49,6 +49,7 @@ from agentledger.store.base import (
     check_version,
     lists_from_rows,
 )
+from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs
 from agentledger.store.ranks import plan_ranks
 from agentledger.store.sqlite_db import (
@@ -59,6 +60,8 @@ from agentledger.store.sqlite_db import (
     store_error,
 )
 from agentledger.store.sqlite_rows import (
+    LIST_SESSIONS,
+    LIST_SESSIONS_AFTER,
     LIVE_LISTS,
     above_floors,
     check_sums,
@@ -398,15 +401,20 @@ class SqliteStore(Store):
 
     @_translated
     def list_sessions(
-        self, tenant: str, *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        after: Keyset | None = None,
     ) -> list[SessionInfo]:
+        page = (-1 if limit is None else limit, offset)
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT session, title, message_count, version, created_at, updated_at "
-                "FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, session DESC "
-                "LIMIT ? OFFSET ?",
-                (tenant, -1 if limit is None else limit, offset),
-            ).fetchall()
+            if after is None:
+                rows = conn.execute(LIST_SESSIONS, (tenant, *page)).fetchall()
+            else:
+                key = (micros(after.updated_at), after.session_id)
+                rows = conn.execute(LIST_SESSIONS_AFTER, (tenant, *key, *page)).fetchall()
         where = f"{self.location} {tenant}"
         typed(rows, "sSiiii", where)
         return [

@@ -5,7 +5,8 @@ read is checked before it is used: ``typed`` checks column types at C speed, ``t
 refuses out-of-range times, and ``sums_at`` reads what the commit of a version recorded about
 each list (``list_sums``), against which a load checks the rows it found. A check that fails is
 ``CorruptStoreError`` naming the session, never a ``TypeError`` later on. Also here: the SQL
-that selects a version's rows and a list's live rows, and the full-text query builder.
+that selects a version's rows, a list's live rows and a page of sessions, and the full-text
+query builder.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from agentledger.store import list_sums
 from agentledger.store.base import StoredList, check_ranks, columns, lists_from_rows
 
 __all__ = [
+    "LIST_SESSIONS",
+    "LIST_SESSIONS_AFTER",
     "LIVE_LISTS",
     "above_floors",
     "check_sums",
@@ -155,6 +158,16 @@ LIVE_LISTS = """
     )
     SELECT name FROM names WHERE name IS NOT NULL
 """
+
+_SESSIONS = "SELECT session, title, message_count, version, created_at, updated_at FROM sessions"
+_NEWEST_FIRST = "ORDER BY updated_at DESC, session DESC LIMIT ? OFFSET ?"
+#: A tenant's sessions, newest first (parameters ``(tenant, limit, offset)``).
+LIST_SESSIONS = f"{_SESSIONS} WHERE tenant = ? {_NEWEST_FIRST}"
+#: The same after a keyset (``(tenant, updated_at, session, limit, offset)``): a range of the
+#: ``sessions_recent`` index, so a deep page does not walk (and skip) the rows before it.
+LIST_SESSIONS_AFTER = (
+    f"{_SESSIONS} WHERE tenant = ? AND (updated_at, session) < (?, ?) {_NEWEST_FIRST}"
+)
 
 _LIVE = "FROM messages WHERE sid = ? AND list = ? AND version_to IS NULL AND rank > ?"
 

@@ -36,6 +36,7 @@ from agentledger.errors import (
 )
 from agentledger.messages import Msg, decode, encode
 from agentledger.store import Ledger
+from agentledger.testing.conformance_paging import PagingConformance
 from agentledger.testing.conformance_trust import TrustConformance
 from agentledger.testing.samples import every_block_message, sample_conversation
 
@@ -82,7 +83,7 @@ def _random_shift(rng: Any, current: list[Msg], fresh: list[Msg]) -> list[Msg]:
     return new
 
 
-class StoreConformance(TrustConformance):
+class StoreConformance(TrustConformance, PagingConformance):
     """Behaviour every backend must show; see the module docstring."""
 
     @pytest.fixture
