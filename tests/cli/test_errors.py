@@ -3,6 +3,7 @@ never creates a store; ``--debug`` shows the traceback. The cases are the ones a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,15 @@ def test_usage_errors_exit_2(store: str) -> None:
     assert_error(cli("show", "--bogus"), EXIT_USAGE, "--bogus")
     assert_error(cli("show", "a/../b" * 100, "--store", store), EXIT_USAGE, "session id")
     assert_error(cli("sessions", "--store", "ftp://nope"), EXIT_USAGE, "unknown store URL")
+
+
+def test_a_bad_sessions_cursor_is_a_usage_error(store: str) -> None:
+    assert_error(cli("sessions", "--store", store, "--after", "nope"), EXIT_USAGE, "cursor")
+    [row] = json.loads(cli("sessions", "--store", store, "--json").stdout)
+    foreign = cli("sessions", "--store", store, "--tenant", "other", "--after", row["cursor"])
+    assert_error(foreign, EXIT_USAGE, "another tenant")
+    both = cli("sessions", "--store", store, "--offset", "1", "--after", row["cursor"])
+    assert_error(both, EXIT_USAGE, "after or offset")
 
 
 @pytest.mark.parametrize(

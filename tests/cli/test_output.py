@@ -30,6 +30,28 @@ def test_sessions_json_and_plain(store: str) -> None:
     assert cli("sessions", "--store", store, "--offset", "1").stdout.count("\n") == 1
 
 
+def test_sessions_page_after_a_cursor(store: str) -> None:
+    with Ledger(store) as ledger:
+        for i in range(4):
+            ledger.save(f"s{i}", [Msg.user(f"session {i}", id="q")])
+        every = [i.session_id for i in ledger.list_sessions()]
+    rows = _json("sessions", "--store", store, "--limit", "2")
+    assert [r["session"] for r in rows] == every[:2]
+    seen = [r["session"] for r in rows]
+    while rows:
+        rows = _json("sessions", "--store", store, "--limit", "2", "--after", rows[-1]["cursor"])
+        seen += [r["session"] for r in rows]
+    assert seen == every
+    first = cli("sessions", "--store", store, "--limit", "2")
+    assert first.stdout.count("\n") == 3  # the header and two rows; the hint is on stderr
+    hint = first.stderr.strip()
+    assert hint.startswith("more sessions follow: --after ")
+    rest = cli("sessions", "--store", store, "--limit", "3", "--after", hint.split()[-1])
+    assert [line.split("\t")[0] for line in rest.stdout.splitlines()[1:]] == every[2:]
+    assert rest.stderr == ""  # the last page: nothing follows
+    assert cli("sessions", "--store", store, "--limit", str(len(every))).stderr == ""
+
+
 def test_show_json_is_lossless_and_windows_work(store: str) -> None:
     data = _json("show", "chat", "--store", store, "--version", "1")
     assert data["version"] == 1

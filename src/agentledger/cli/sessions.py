@@ -37,18 +37,38 @@ def load_existing(ledger: Ledger, session: str, version: int | None = None) -> S
     return loaded
 
 
+AfterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--after",
+        metavar="CURSOR",
+        help="Start after this row: the cursor of the previous page's last row (its JSON "
+        "'cursor'). Cheaper than --offset deep in the list, and no row is skipped or shown "
+        "twice when sessions change between pages.",
+    ),
+]
+
+
 def list_sessions(
     store: StoreOption = None,
     tenant: TenantOption = None,
     limit: LimitOption = 50,
     offset: OffsetOption = 0,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List sessions, most recently updated first."""
+    """List sessions, most recently updated first.
+
+    Page with --after: each row's JSON carries its cursor, and when more rows follow a page
+    the plain output says on stderr which --after shows them.
+    """
     out = Output(as_json)
     with open_ledger(store, tenant) as ledger:
-        infos = ledger.list_sessions(limit=limit, offset=offset)
+        more = None if limit is None else limit + 1  # one more says whether a next page exists
+        infos = ledger.list_sessions(limit=more, offset=offset, after=after)
         where = ledger.store.location or "memory://"
+    following = limit is not None and 0 < limit < len(infos)
+    infos = infos[:limit]
     out.table(
         ("session", "title", "messages", "version", "updated (UTC)"),
         [
@@ -63,11 +83,14 @@ def list_sessions(
                 "version": i.version,
                 "created_at": i.created_at.isoformat(),
                 "updated_at": i.updated_at.isoformat(),
+                "cursor": i.cursor,
             }
             for i in infos
         ],
         title=f"sessions in {where}",
     )
+    if following and not as_json:
+        out.line(f"more sessions follow: --after {infos[-1].cursor}", err=True)
 
 
 def show(
