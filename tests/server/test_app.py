@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentledger.agent.tools import ToolContext, tool
+from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from tests.server.conftest import client_for, make_app, parse_frames, run, snapshot, user
 from tests.server.model_server import ModelServer
@@ -120,6 +121,30 @@ async def test_the_thread_endpoints(client: Any, ledger: AsyncLedger) -> None:
     assert info["threadId"] == "t" and info["messages"] == 4
     assert (await client.get("/threads/nope/messages")).status_code == 404
     assert (await client.get("/threads/t/messages?version=x")).status_code == 422
+
+
+async def test_threads_page_after_a_cursor(model: ModelServer, ledger: AsyncLedger) -> None:
+    for i in range(5):
+        await ledger.save(f"t{i}", [Msg.user(f"thread {i}", id="q")], tenant="acme")
+        await ledger.save(f"t{i}", [Msg.user(f"zeta {i}", id="q")], tenant="zeta")
+    every = [i.session_id for i in await ledger.list_sessions(tenant="acme")]
+    async with client_for(make_app(model, ledger, auth=TOKENS)) as client:
+        seen, query = [], {"limit": "2"}
+        while True:
+            page = (await client.get("/threads", params=query, headers=ACME)).json()
+            seen += [t["threadId"] for t in page["threads"]]
+            if "next" not in page:
+                break
+            query["after"] = page["next"]
+        assert seen == every and len(page["threads"]) == 1
+        whole = (await client.get("/threads", headers=ACME)).json()
+        assert "next" not in whole and len(whole["threads"]) == 5
+        zeta = (await client.get("/threads?limit=1", headers=ZETA)).json()["next"]
+        for cursor, says in (("junk", "not a list_sessions cursor"), (zeta, "another tenant")):
+            response = await client.get("/threads", params={"after": cursor}, headers=ACME)
+            assert response.status_code == 422, response.text
+            error = response.json()["error"]
+            assert error["code"] == "invalid_input" and says in error["message"]
 
 
 async def test_state_is_stored_and_sent_back(client: Any, ledger: AsyncLedger) -> None:

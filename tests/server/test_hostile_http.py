@@ -17,11 +17,13 @@ CI size: 200 generated requests; ``AGENTLEDGER_HTTP_FUZZ`` sets the number.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import socket
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +37,7 @@ from reliability.record import knob
 
 from agentledger.store import Ledger
 from agentledger.store.aio import AsyncLedger
+from agentledger.store.cursor import encode_cursor
 from tests.server.conftest import make_app, parse_frames, serving
 from tests.server.model_server import ModelServer, default_rules, text_reply
 from tests.server.stored import changes, committed, invalid
@@ -198,12 +201,22 @@ def _path_id(value: str, slashes: bool) -> str:
     return quote(value.encode("utf-8", "surrogatepass"), safe="/" if slashes else "")
 
 
+#: Cursors for ``GET /threads?after=``: junk, near misses, and real ones of another tenant
+#: (``encode_cursor`` is the format ``SessionInfo.cursor`` writes).
+cursors = st.one_of(
+    st.text(max_size=40),
+    st.binary(max_size=40).map(lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")),
+    st.tuples(st.sampled_from(["zeta", "acme"]), st.datetimes(timezones=st.just(UTC)), ids)
+    .filter(lambda t: not any(0xD800 <= ord(c) <= 0xDFFF for c in t[2]))
+    .map(lambda t: encode_cursor(*t)),
+)
+
 requests = st.one_of(
     st.tuples(st.just("run"), st.one_of(valid_body, valid_body, mutated_body, run_body), auth),
     st.tuples(st.just("run"), valid_body, auth),
     st.tuples(st.just("raw"), raw, auth),
     st.tuples(st.just("messages"), st.tuples(threads, st.booleans(), versions), auth),
-    st.tuples(st.just("threads"), maybe(st.text(max_size=6)), auth),
+    st.tuples(st.just("threads"), st.tuples(maybe(st.text(max_size=6)), maybe(cursors)), auth),
     st.tuples(st.just("method"), st.tuples(
         st.sampled_from(["PUT", "DELETE", "PATCH", "GET", "OPTIONS"]),
         st.sampled_from(["/", "/threads", "/threads/t", "/threads/t/messages", "/health", "/x"])),
@@ -225,8 +238,11 @@ def send(http: httpx.Client, kind: str, payload: Any, authorization: str | None)
         query = "" if version is None else f"?version={quote(str(version), safe='')}"
         return http.get(f"/threads/{_path_id(thread, slashes)}/messages{query}", headers=headers)
     if kind == "threads":
-        query = "" if payload is None else f"?limit={quote(str(payload), safe='')}"
-        return http.get(f"/threads{query}", headers=headers)
+        given = {"limit": payload[0], "after": payload[1]}
+        query = "&".join(
+            f"{k}={_path_id(str(v), False)}" for k, v in given.items() if v is not None
+        )
+        return http.get(f"/threads?{query}", headers=headers)
     if kind == "method":
         method, path = payload
         return http.request(method, path, headers=headers)

@@ -1,15 +1,17 @@
 """The HTTP app: routes, and the one place errors become HTTP statuses.
 
 - ``POST /``: an AG-UI 1.0 run (``RunAgentInput`` in, ``text/event-stream`` out).
-- ``GET /threads``: the tenant's threads, most recent first.
+- ``GET /threads``: the tenant's threads, most recent first; ``?limit=N`` pages them, and
+  ``next`` (present when more follow) is the cursor to pass as ``?after=`` for the next page.
 - ``GET /threads/{thread_id}/messages``: a thread's stored messages as AG-UI messages
   (``?version=N`` for the thread as it was at version ``N``, an earlier branch included).
 - ``GET /health``: ``{"status": "ok"}`` when the store answers (no token needed).
 
 Refusals come before any event, as JSON ``{"error": {"code": ..., "message": ...}}``: 401 no or
 unknown token, 404 no such thread (in this tenant) or no such version of it, 409 the thread is
-running, 413 the body is over the limit, 422 a body that is not a valid run (the message says
-which field), 503 the store is unreachable.
+running, 413 the body is over the limit, 422 a body that is not a valid run or a query value
+that is not valid (the message says which field; a cursor that is malformed or was taken in
+another tenant's listing is one), 503 the store is unreachable.
 """
 
 from __future__ import annotations
@@ -122,8 +124,10 @@ def create_app(
 
     @guarded
     async def threads(request: Any, tenant: str) -> Any:
-        infos = await served.ledger.list_sessions(tenant=tenant, limit=_int(request, "limit"))
-        return {
+        limit, after = _int(request, "limit"), request.query_params.get("after")
+        more = None if limit is None else limit + 1  # one more says whether a next page exists
+        infos = await served.ledger.list_sessions(tenant=tenant, limit=more, after=after)
+        out: dict[str, Any] = {
             "threads": [
                 {
                     "threadId": i.session_id,
@@ -132,9 +136,12 @@ def create_app(
                     "version": i.version,
                     "updatedAt": i.updated_at.isoformat(),
                 }
-                for i in infos
+                for i in infos[:limit]
             ]
         }
+        if limit and len(infos) > limit:
+            out["next"] = infos[limit - 1].cursor
+        return out
 
     @guarded
     async def messages(request: Any, tenant: str) -> Any:
