@@ -17,7 +17,9 @@ session is one commit), from one process on SQLite (one writer at a time) and fr
 - ``save: append``: ``Ledger.save`` of a session's messages plus one user/assistant turn;
 - ``load``: ``Ledger.messages(session)`` (every message then read);
 - ``list_sessions``: the first page (50, the most recently updated), a page in the middle and the
-  last page (``limit``/``offset`` paging: a page deep in the list costs its offset);
+  last page, each by ``offset`` (a page deep in the list costs its offset) and the middle and
+  last ones also by cursor (``after=`` the row before the page: a range of the index), shown
+  with the plans of the first page and of the last page by cursor;
 - ``search``: a word held by the same 30 messages at every size (``needle``: the hits do not
   grow with the store), and a vocabulary word held by about 1% of the messages (the hits grow
   with the store), each with ``limit=20``, shown with its query plan.
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger import Ledger, Msg
+from agentledger.store.cursor import decode_cursor
 
 __all__ = ["Figures", "main", "measure_backend", "render"]
 
@@ -120,7 +123,7 @@ def _sqlite(root: Path) -> Backend:
             if kind == "search":
                 ledger.search(query)
             else:
-                ledger.list_sessions(limit=PAGE)
+                ledger.list_sessions(limit=PAGE, after=query or None)
         finally:
             with store._read() as conn:
                 conn.set_trace_callback(None)
@@ -163,10 +166,15 @@ def _postgres(workers: int) -> Backend:
 
     def explain(ledger: Ledger, kind: str, query: str) -> str:
         q: Any = ledger.store._q  # type: ignore[attr-defined]
+        args: dict[str, Any] = {"tenant": ledger.tenant, "limit": PAGE, "offset": 0}
         if kind == "search":
             sql, args = q.search, {"tenant": ledger.tenant, "query": query, "limit": 20}
+        elif query:  # a page after this cursor
+            after = decode_cursor(query, ledger.tenant)
+            sql = q.list_sessions_after
+            args.update(updated_at=after.updated_at, session=after.session_id)
         else:
-            sql, args = q.list_sessions, (ledger.tenant, PAGE, 0)
+            sql = q.list_sessions
         with psycopg.connect(base, autocommit=True) as conn:
             rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, args)
             return "\n".join(r[0] for r in rows.fetchall())
@@ -260,11 +268,20 @@ def measure(backend: Backend, ledger: Ledger, sessions: int, fill_seconds: float
         s[f"list_sessions: {label} page"] = _median(
             lambda _i, offset=offset: ledger.list_sessions(limit=PAGE, offset=offset), picks[:10]
         )
+        if offset:
+            before = ledger.list_sessions(limit=1, offset=offset - 1)[0].cursor
+            s[f"list_sessions: {label} page by cursor"] = _median(
+                lambda _i, before=before: ledger.list_sessions(limit=PAGE, after=before),
+                picks[:10],
+            )
     for label, term in (("rare word", NEEDLE), ("common word", COMMON)):
         s[f"search: {label}"] = _median(lambda _i, term=term: ledger.search(term), picks[:10])
         fig.hits[label] = len(ledger.search(term, limit=1_000_000))
         fig.plans[label] = backend.explain(ledger, "search", term)
     fig.plans["list_sessions"] = backend.explain(ledger, "list", "")
+    last = ledger.list_sessions(limit=1, offset=max(0, total - PAGE - 1))
+    if last and total > PAGE:
+        fig.plans["list_sessions by cursor"] = backend.explain(ledger, "list", last[0].cursor)
     return fig
 
 
@@ -291,6 +308,12 @@ def measure_backend(
 def _ms(seconds: float) -> str:
     v = seconds * 1e3
     return f"{v:,.0f} ms" if v >= 100 else f"{v:.2f} ms" if v >= 1 else f"{v:.3f} ms"
+
+
+_PLANNED = {
+    "list_sessions": "list_sessions, first page",
+    "list_sessions by cursor": "list_sessions, last page by cursor",
+}
 
 
 def render(results: dict[str, list[Figures]], command: str) -> str:
@@ -326,7 +349,7 @@ def render(results: dict[str, list[Figures]], command: str) -> str:
             verdict = "met" if r <= 1.2 else "**missed**"
             lines.append(f"| {label} | {_ms(a)} | {_ms(b)} | {r:.2f}x | {verdict} |")
         for kind, plan in large.plans.items():
-            what = "search" if kind != "list_sessions" else "list_sessions, first page"
+            what = _PLANNED.get(kind, "search")
             term = {"rare word": NEEDLE, "common word": COMMON}.get(kind)
             lines += [
                 f"\n{what}{f' for `{term}` ({kind})' if term else ''}, at "

@@ -242,10 +242,13 @@ def test_many_sessions_quick_measures_every_operation_and_shows_the_search_plan(
     assert f"### sqlite: {small:,} vs {large:,} sessions ({large * 10:,} messages)" in text
     # the rare word has the same hits at both sizes; the common one grows with the store
     assert "| search: rare word (30 → 30 hits) |" in text
-    for op in ("save: new session", "save: append a turn", "load", "list_sessions: last page"):
+    ops = ("save: new session", "save: append a turn", "load", "list_sessions: last page")
+    for op in (*ops, "list_sessions: middle page by cursor", "list_sessions: last page by cursor"):
         assert f"| {op} |" in text
     assert "SCAN messages_fts VIRTUAL TABLE" in text  # the search's query plan
-    assert "SEARCH sessions USING INDEX sessions_recent" in text  # list_sessions' plan
+    assert "SEARCH sessions USING INDEX sessions_recent (tenant=?)" in text  # list_sessions' plan
+    assert "list_sessions, last page by cursor, at" in text
+    assert "USING INDEX sessions_recent (tenant=? AND (updated_at,session)<(?,?))" in text
 
 
 def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Path) -> None:
