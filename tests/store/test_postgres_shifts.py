@@ -129,6 +129,82 @@ def test_search_skips_rows_below_the_floor_and_counts_positions_from_it(
     assert [h.position for h in ledger.search("word25")] == [5]
 
 
+def _rows_read(plan: Any, table: str = "messages") -> int:
+    """Rows of ``table`` that the scans of an ``EXPLAIN (ANALYZE, FORMAT JSON)`` plan read:
+    the rows each scan returned or filtered out, times its loops."""
+    read = 0
+    if plan.get("Relation Name") == table:
+        rows = plan["Actual Rows"] + plan.get("Rows Removed by Filter", 0)
+        read += (rows + plan.get("Rows Removed by Index Recheck", 0)) * plan["Actual Loops"]
+    for child in plan.get("Plans", []):
+        read += _rows_read(child, table)
+    return read
+
+
+@pytest.mark.parametrize("analyzed", [False, True], ids=["no-statistics", "analyzed"])
+def test_loads_read_each_list_from_its_floor_up_never_the_rows_it_hides(
+    open_store: OpenStore, db: psycopg.Connection[Any], tables: str, analyzed: bool
+) -> None:
+    """A sliding window or a summary leaves the rows below the floor in the table until a
+    purge: a load, ``read_head`` and a load at a past version read the rows above each list's
+    floor (and one index probe per list), and each list's floor at a past version is one probe,
+    whether or not the planner has statistics."""
+    store = open_store()
+    ledger = Ledger(store)
+    context, notes = _msgs(0, 900), _msgs(0, 60, "n")
+    aside = _msgs(0, 5, "a")  # a list without a floor, ordered before the others
+    ledger.save_state("s", lists={"aside": aside, "context": context, "notes": notes})
+    summary = Msg.system("summary of 600 messages", id="summary")
+    shifted = {"aside": aside, "context": [summary, *context[600:]], "notes": notes[50:]}
+    ledger.save_state("s", lists=shifted)  # v2: 650 rows hidden, 316 live
+    for i in range(20):  # sliding windows: each hides one more row
+        shifted["context"] = [*shifted["context"][1:], *_msgs(1000 + i, 1)]
+        ledger.save_state("s", lists=shifted)
+    live = sum(map(len, shifted.values()))
+    if analyzed:
+        db.execute(f"ANALYZE {tables}.messages, {tables}.list_floors, {tables}.sessions")
+    sid = _count(db, f"SELECT sid FROM {tables}.sessions")
+    q = ddl.Queries(store.schema)
+    probes = 2 * len(shifted)  # a list name found, or none left, by one index probe each
+    reads = {
+        "load": (q.live_rows, {"sid": sid}),
+        "read_head": (q.live_digests, {"tenant": DEFAULT_TENANT, "session": "s"}),
+        "load at v22": (q.rows_at, {"sid": sid, "v": 22}),
+        "load at v2": (q.rows_at, {"sid": sid, "v": 2}),
+    }
+    for what, (sql, args) in reads.items():
+        row = db.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, args).fetchone()
+        assert row is not None
+        read = _rows_read(row[0][0]["Plan"])
+        expected = 316 if what == "load at v2" else live
+        assert expected <= read <= expected + probes, (what, read, expected)
+    if not analyzed:  # with statistics, 22 floors on one page are rightly read whole
+        row = db.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + q.floors_at, {"sid": sid, "v": 22})
+        plan = row.fetchone()[0][0]["Plan"]  # type: ignore[index]
+        assert _rows_read(plan, "list_floors") <= probes  # not each of the 21 floors of context
+    assert Ledger(open_store()).load("s").lists == shifted
+    assert Ledger(open_store()).load("s", version=2).lists == {
+        "aside": aside, "context": [summary, *context[600:]], "notes": notes[50:]
+    }  # fmt: skip
+
+
+def test_loads_and_read_head_plan_without_jit(open_store: OpenStore) -> None:
+    """A load's plan counts on about 100 lists, so a large session's cost passed
+    ``jit_above_cost``: compiling took 0.4 s for a 10 ms query. Reads turn JIT off for their
+    own transaction only."""
+    store = open_store()
+    Ledger(store).save("s", _msgs(0, 3))
+    with store._pool.connection() as conn:
+        before = conn.execute("SHOW jit").fetchone()
+        with conn.pipeline():
+            store._begin_read(conn)
+            inside = conn.execute("SHOW jit")
+            conn.execute("COMMIT")
+        assert inside.fetchone() == ("off",)
+        assert conn.execute("SHOW jit").fetchone() == before
+    assert Ledger(store).messages("s") == _msgs(0, 3)
+
+
 def test_purge_deletes_the_rows_every_kept_version_hides(
     open_store: OpenStore, db: psycopg.Connection[Any], tables: str
 ) -> None:

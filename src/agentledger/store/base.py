@@ -257,8 +257,8 @@ def check_ranks(ranks: Sequence[Any], where: str) -> None:
 
 
 def lists_from_rows(rows: Sequence[Sequence[Any]], where: str) -> dict[str, StoredList]:
-    """SQL rows ``(list, rank, msg_id, digest, body)``, ordered by list and rank, as one
-    ``StoredList`` per list, each list's ranks checked (``check_ranks``)."""
+    """SQL rows ``(list, rank, msg_id, digest, body)``, each list's together and in rank
+    order, as one ``StoredList`` per list, each list's ranks checked (``check_ranks``)."""
     names, ranks, ids, digests, bodies = columns(rows, 0, 5)
     lists: dict[str, StoredList] = {}
     start = 0

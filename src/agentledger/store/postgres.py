@@ -250,6 +250,15 @@ class PostgresStore(Store):
         return self._pg.connect(self._conninfo, connect_timeout=timeout, **self._kwargs)
 
     # -- reading -------------------------------------------------------------------------
+    @staticmethod
+    def _begin_read(conn: psycopg.Connection[Any]) -> None:
+        """Open a snapshot for a multi-statement read, without JIT: the planner counts on
+        about 100 lists per session in a load (``postgres_schema._above_floors``), which puts
+        a large session past ``jit_above_cost``, and compiling the plan then took longer (0.4 s)
+        than running it."""
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        conn.execute("SET LOCAL jit = off")
+
     def read_version(self, key: SessionKey) -> int:
         def run(conn: psycopg.Connection[Any]) -> int:
             row = conn.execute(self._q.version, (key.tenant, key.session)).fetchone()
@@ -268,12 +277,13 @@ class PostgresStore(Store):
 
     def read_head(self, key: SessionKey) -> Head | None:
         args = (key.tenant, key.session)
+        named = {"tenant": key.tenant, "session": key.session}
 
         def run(conn: psycopg.Connection[Any]) -> Head | None:
             with conn.pipeline():
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._begin_read(conn)
                 session = conn.execute(self._q.session, args)
-                digests = conn.cursor(binary=True).execute(self._q.live_digests, args)
+                digests = conn.cursor(binary=True).execute(self._q.live_digests, named)
                 floors = conn.cursor(binary=True).execute(self._q.live_floors, args)
                 values = conn.cursor(binary=True).execute(self._q.live_values, args)
                 conn.execute("COMMIT")
@@ -282,7 +292,7 @@ class PostgresStore(Store):
                 return None
             lists: dict[str, list[bytes]] = {}
             ranks: dict[str, list[bytes]] = {}
-            for name, digest, rank in digests.fetchall():
+            for name, rank, digest in _in_order(digests.fetchall()):
                 if name not in lists:
                     lists[name], ranks[name] = [], []
                 lists[name].append(digest)
@@ -300,7 +310,7 @@ class PostgresStore(Store):
 
         def run(conn: psycopg.Connection[Any]) -> StoredState | None:
             with conn.pipeline() as pipe:
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._begin_read(conn)
                 found = conn.execute(self._q.session, key_args)
                 pipe.sync()
                 row = found.fetchone()
@@ -313,7 +323,7 @@ class PostgresStore(Store):
                     cur = conn.cursor
                     media = cur().execute(self._q.has_media, [sid])
                     if at == latest:
-                        rows = cur(binary=True).execute(self._q.live_rows, [sid])
+                        rows = cur(binary=True).execute(self._q.live_rows, {"sid": sid})
                         floors = cur(binary=True).execute(self._q.live_floors, key_args)
                         values = cur(binary=True).execute(self._q.live_values, key_args)
                     else:
@@ -323,7 +333,7 @@ class PostgresStore(Store):
                         values = cur(binary=True).execute(self._q.values_at, at_args)
                 finally:
                     conn.execute("COMMIT")
-            lists = self._lists(key, rows.fetchall())
+            lists = self._lists(key, _in_order(rows.fetchall()))
             may_have_media = bool(media.fetchone()[0])  # type: ignore[index]
             values_by_name = dict(values.fetchall())
             state = StoredState(at, lists, values_by_name, str(sid), may_have_media)
@@ -333,7 +343,7 @@ class PostgresStore(Store):
         return self._read("load", run)
 
     def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, StoredList]:
-        """Rows ``(list, rank, msg_id, digest, body)``, ordered by list and rank, as one
+        """Rows ``(list, rank, msg_id, digest, body)``, each list's together in rank order, as one
         ``StoredList`` per list (see ``lists_from_rows``), with the exact id of any row whose
         id held a NUL, which ``_text`` stored as U+FFFD."""
         lists = lists_from_rows(rows, f"{self.location} {key.tenant}/{key.session}")
@@ -570,7 +580,7 @@ class PostgresStore(Store):
         found = conn.cursor(binary=True).execute(self._q.list_floors, args)
         pipe.sync()
         ranks: dict[str, list[bytes]] = {}
-        for name, rank in live.fetchall():
+        for name, rank in _in_order(live.fetchall()):
             ranks.setdefault(name, []).append(rank)
         floors = dict(found.fetchall())
         plans = []
@@ -744,6 +754,13 @@ class PostgresStore(Store):
                 key.session,
                 key.tenant,
             )
+
+
+def _in_order(rows: list[Any]) -> list[Any]:
+    """``rows`` (``(list, rank, ...)``, as a query of ``_above_floors`` returns them) sorted by
+    list and rank, in place: each list's rows together and in rank order."""
+    rows.sort(key=operator.itemgetter(0, 1))
+    return rows
 
 
 def _split_refs(values: Iterator[bytes | None] | Sequence[bytes | None]) -> set[bytes]:

@@ -140,6 +140,74 @@ MIGRATIONS: list[tuple[int, str, str]] = [
 ]
 
 
+def _live_at(table: str, version: str) -> str:
+    """The rows of ``table`` live at ``version``."""
+    return (
+        f"{table}.version_from <= {version} "
+        f"AND ({table}.version_to IS NULL OR {table}.version_to > {version})"
+    )
+
+
+def _list_names(s: str, table: str, sid: str, live: str = "") -> str:
+    """``WITH RECURSIVE names(list)``: the names of the lists session ``sid`` has rows of in
+    ``table`` (rows matching ``live``, e.g. `` AND version_to IS NULL``), found one index probe
+    per list (a loose index scan), then a NULL; ``DISTINCT`` would read every row, and so did
+    ``min(list)`` where a planner without statistics took it for an aggregate over the rows."""
+    rows = f"SELECT x.list FROM {s}.{table} x WHERE x.sid = {sid}{live}"
+    return (
+        f"WITH RECURSIVE names(list) AS (SELECT ({rows} ORDER BY x.list LIMIT 1) UNION ALL "
+        f"SELECT ({rows} AND x.list > n.list ORDER BY x.list LIMIT 1) FROM names n "
+        "WHERE n.list IS NOT NULL)"
+    )
+
+
+def _floor_at(s: str, sid: str, version: str) -> str:
+    """The floor of list ``n.list`` live at ``version``, if any: one backward index probe."""
+    return (
+        f"SELECT f.floor FROM {s}.list_floors f WHERE f.sid = {sid} AND f.list = n.list "
+        f"AND {_live_at('f', version)} ORDER BY f.version_from DESC LIMIT 1"
+    )
+
+
+def _above_floors(
+    s: str, sid: str, columns: str, *, at: str | None = None, names: str | None = None
+) -> str:
+    """``columns`` of the rows of session ``sid``'s lists (``names``, an SQL source of
+    ``n.list``; default: every list it holds) live at version ``at`` (default: now) and ranked
+    above the list's floor then, in no particular order.
+
+    Each list is one range of an index that starts ``(sid, list, rank)`` (``messages_live``
+    for live rows, the primary key for a past version), read from its floor up in a lateral
+    subquery that ``OFFSET 0`` keeps from being flattened into a join, so it runs once per list
+    whatever the statistics. A sliding window never purged leaves thousands of rows below a
+    floor; joined to the floors, they were read and filtered out on every load.
+
+    The rows come in no particular order (the reader sorts them by list and rank): with
+    statistics the planner reads a large list through a bitmap, in heap order, and an ORDER BY
+    made it sort the list's bodies, spilling to disk past ``work_mem``.
+    """
+    if at is None:
+        live = " AND x.version_to IS NULL"
+        floor = (
+            f"LEFT JOIN {s}.list_floors f ON f.sid = {sid} AND f.list = n.list "
+            "AND f.version_to IS NULL"
+        )
+        rows = "m.version_to IS NULL"
+    else:
+        live = ""
+        floor = f"LEFT JOIN LATERAL ({_floor_at(s, sid, at)}) f ON true"
+        rows = _live_at("m", at)
+    source = f"{_list_names(s, 'messages', sid, live)} SELECT r.* FROM names n"
+    if names is not None:
+        source = f"SELECT r.* FROM {names}"
+    return (
+        f"{source} {floor} CROSS JOIN LATERAL (SELECT {columns} FROM {s}.messages m "
+        f"WHERE m.sid = {sid} AND m.list = n.list AND {rows} "
+        "AND m.rank > COALESCE(f.floor, ''::bytea) OFFSET 0) r"
+        + ("" if names is not None else " WHERE n.list IS NOT NULL")
+    )
+
+
 def render(sql: str, schema: str) -> str:
     """``sql`` with ``{schema}`` replaced by the quoted schema name (already validated)."""
     return sql.replace("{schema}", f'"{schema}"')
@@ -157,16 +225,6 @@ class Queries:
             "WHERE tenant = %s AND session = %s"
         )
         sid = f"(SELECT sid FROM {s}.sessions WHERE tenant = %s AND session = %s)"
-        # A list at a version is its rows live then and ranked above the floor live then.
-        floor_now = (
-            f"LEFT JOIN {s}.list_floors f ON f.sid = m.sid AND f.list = m.list "
-            "AND f.version_to IS NULL"
-        )
-        above = "(f.floor IS NULL OR m.rank > f.floor)"
-        self.live_digests = (
-            f"SELECT m.list, m.digest, m.rank FROM {s}.messages m {floor_now} "
-            f"WHERE m.sid = {sid} AND m.version_to IS NULL AND {above} ORDER BY m.list, m.rank"
-        )
         self.live_floors = (
             f"SELECT list, floor FROM {s}.list_floors WHERE sid = {sid} AND version_to IS NULL"
         )
@@ -175,27 +233,19 @@ class Queries:
         )
         columns = "m.list, m.rank, m.msg_id, m.digest, m.body"  # text is for search, not loads
         self.has_media = f"SELECT EXISTS (SELECT 1 FROM {s}.blob_refs WHERE sid = %s)"
-        self.live_rows = (
-            f"SELECT {columns} FROM {s}.messages m {floor_now} "
-            f"WHERE m.sid = %s AND m.version_to IS NULL AND {above} ORDER BY m.list, m.rank"
+        # A list at a version is its rows live then and ranked above the floor live then, read
+        # as one index range per list (``_above_floors``): the rows a floor hides are never read.
+        key = f"(SELECT sid FROM {s}.sessions WHERE tenant = %(tenant)s AND session = %(session)s)"
+        self.live_digests = _above_floors(s, key, "m.list, m.rank, m.digest")
+        self.live_rows = _above_floors(s, "%(sid)s", columns)
+        self.rows_at = _above_floors(s, "%(sid)s", columns, at="%(v)s")
+        self.floors_at = (
+            f"{_list_names(s, 'list_floors', '%(sid)s')} SELECT n.list, f.floor FROM names n "
+            f"CROSS JOIN LATERAL ({_floor_at(s, '%(sid)s', '%(v)s')}) f WHERE n.list IS NOT NULL"
         )
-
-        def live_at(table: str) -> str:
-            return (
-                f"{table}.version_from <= %(v)s "
-                f"AND ({table}.version_to IS NULL OR {table}.version_to > %(v)s)"
-            )
-
-        self.rows_at = (
-            f"SELECT {columns} FROM {s}.messages m LEFT JOIN {s}.list_floors f "
-            f"ON f.sid = m.sid AND f.list = m.list AND {live_at('f')} "
-            f"WHERE m.sid = %(sid)s AND {live_at('m')} AND {above} ORDER BY m.list, m.rank"
-        )
-        floors = f"SELECT f.list, f.floor FROM {s}.list_floors f"
-        self.floors_at = f"{floors} WHERE f.sid = %(sid)s AND {live_at('f')}"
         self.values_at = (
             f"SELECT v.name, v.raw FROM {s}.session_values v WHERE v.sid = %(sid)s "
-            f"AND {live_at('v')}"
+            f"AND {_live_at('v', '%(v)s')}"
         )
         self.media = f"SELECT digest, data FROM {s}.blobs WHERE tenant = %s AND digest = ANY(%s)"
         self.history = (
@@ -248,10 +298,8 @@ class Queries:
             f"{s}.corrupt(count(*) || ' of the ' || %(count)s || ' rows the save closes are live') "
             "END FROM closed"
         )
-        self.list_ranks = (
-            f"SELECT m.list, m.rank FROM {s}.messages m {floor_now} WHERE m.sid = %(sid)s "
-            f"AND m.list = ANY(%(lists)s::text[]) AND m.version_to IS NULL AND {above} "
-            "ORDER BY m.list, m.rank"
+        self.list_ranks = _above_floors(
+            s, "%(sid)s", "m.list, m.rank", names="unnest(%(lists)s::text[]) AS n(list)"
         )
         self.list_floors = (
             f"SELECT list, floor FROM {s}.list_floors WHERE sid = %(sid)s "
