@@ -9,8 +9,9 @@ happen on the loop).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 from agentledger.errors import SessionBusyError
@@ -204,6 +205,7 @@ class AsyncLedger:
         ``asyncio.sleep``), never inside a worker thread: runs queued on one busy thread would
         otherwise fill the default executor and starve the holder's own loads and saves, so
         every waiter ran into its deadline (HTTP 409) while the run it waited for stood still.
+        A task cancelled while a try runs does not leak the lease that try may still take.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(wait, 0.0)
@@ -211,7 +213,7 @@ class AsyncLedger:
         while True:
             manager = self.sync.lease(session, tenant=tenant, wait=0.0)
             try:
-                await asyncio.to_thread(manager.__enter__)
+                await _enter_in_thread(manager)
                 break
             except SessionBusyError:
                 left = deadline - loop.time()
@@ -223,3 +225,27 @@ class AsyncLedger:
             yield
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
+
+
+async def _enter_in_thread(manager: AbstractContextManager[None]) -> None:
+    """``manager.__enter__()`` in a worker thread, given back if the caller stops waiting.
+
+    Cancelling the awaiting task cannot stop the thread: it may still take the lease after the
+    task has gone, and nothing but the garbage collector, if it ever closed the context manager,
+    would release it: the session stayed busy (every later run a ``SessionBusyError``, HTTP
+    409) for as long as an error's traceback kept the manager alive. So the try is shielded, and
+    a cancelled caller leaves a callback that releases whatever the try took when it ends.
+    """
+    trying = asyncio.ensure_future(asyncio.to_thread(manager.__enter__))
+    try:
+        await asyncio.shield(trying)
+    except asyncio.CancelledError:
+        trying.add_done_callback(functools.partial(_give_back, manager))
+        raise
+
+
+def _give_back(manager: AbstractContextManager[None], trying: asyncio.Future[None]) -> None:
+    """Release the lease ``trying`` took, if it took it (for a cancelled ``_enter_in_thread``)."""
+    if trying.cancelled() or trying.exception() is not None:  # reads the error: none is logged
+        return
+    asyncio.get_running_loop().run_in_executor(None, manager.__exit__, None, None, None)
