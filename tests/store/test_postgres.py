@@ -263,22 +263,36 @@ def test_a_title_that_is_not_text_is_refused_before_writing(
 
 
 # -- a connection killed mid-save --------------------------------------------------------------
+@pytest.mark.parametrize("change", ["append", "edit"])
 def test_connection_killed_mid_save_fails_cleanly(
-    open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+    open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
+    """An append is one statement (here the connection dies just before it is sent); any other
+    save is a pipeline (it dies once every write ran, before COMMIT). Either way: not committed,
+    said so, and nothing of it is stored."""
     store = open_store()
     ledger = Ledger(store)
     before = sample_conversation(4, result_size=100)
     ledger.save("s", before)
-    write = PostgresStore._write
-
-    def write_then_die(self: PostgresStore, conn: psycopg.Connection[Any], *args: Any) -> None:
-        write(self, conn, *args)
-        conn.execute("SELECT 1").fetchone()  # flush the pipeline: the writes ran on the server
-        pg.terminate(pg_url, conn.info.backend_pid)
-
-    monkeypatch.setattr(PostgresStore, "_write", write_then_die)
     after = [*before, *sample_conversation(6, result_size=100)[len(before) :]]
+    if change == "append":
+        commit_known = PostgresStore._commit_known
+
+        def die_then_commit(self: PostgresStore, conn: psycopg.Connection[Any], *args: Any) -> Any:
+            pg.terminate(pg_url, conn.info.backend_pid)
+            return commit_known(self, conn, *args)
+
+        monkeypatch.setattr(PostgresStore, "_commit_known", die_then_commit)
+    else:
+        after[1] = after[1].replace(content="edited")
+        write = PostgresStore._write
+
+        def write_then_die(self: PostgresStore, conn: psycopg.Connection[Any], *args: Any) -> None:
+            write(self, conn, *args)
+            conn.execute("SELECT 1").fetchone()  # flush the pipeline: the writes ran on the server
+            pg.terminate(pg_url, conn.info.backend_pid)
+
+        monkeypatch.setattr(PostgresStore, "_write", write_then_die)
     with pytest.raises(StoreUnavailableError, match="not committed") as info:
         ledger.save("s", after)
     assert not isinstance(info.value, ConflictError)
@@ -288,6 +302,37 @@ def test_connection_killed_mid_save_fails_cleanly(
     assert fresh.version("s") == 1 and fresh.messages("s") == before
     assert ledger.save("s", after).version == 2  # the same handle carries on
     assert Ledger(open_store()).messages("s") == after
+
+
+def test_an_append_is_one_statement_and_a_stale_one_writes_nothing(
+    open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save that only adds rows on a known session sends one statement, its own transaction:
+    the guarded bump, the rows and the version row. A stale one fails as a whole."""
+    first, second = Ledger(open_store()), Ledger(open_store())
+    turn = [Msg.user("one", id="1"), Msg.assistant("two", id="2")]
+    first.save("s", turn)
+    assert second.version("s") == 1  # second now knows the session's row
+    sent: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def counted(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    report = first.save("s", [*turn, Msg.user("three", id="3")])
+    assert (report.version, report.appended) == (2, 1)
+    assert len(sent) == 1 and sent[0].startswith("WITH moved AS (UPDATE")
+    with pytest.raises(ConflictError, match="at version 2") as info:
+        second.save("s", [*turn, Msg.user("late", id="late")], expected_version=1)
+    monkeypatch.undo()
+    assert (info.value.expected, info.value.actual) == (1, 2)
+    fresh = Ledger(open_store())
+    assert [m.id for m in fresh.messages("s")] == ["1", "2", "3"]
+    assert [v.version for v in fresh.history("s")] == [1, 2]
+    assert second.save("s", [*turn, Msg.user("late", id="late")]).version == 3  # re-planned
+    assert [m.id for m in Ledger(open_store()).messages("s")] == ["1", "2", "late"]
 
 
 def test_reads_replace_a_pooled_connection_that_died_while_idle(

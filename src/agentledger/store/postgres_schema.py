@@ -344,6 +344,18 @@ class Queries:
             "truncated, values_changed) VALUES (%(sid)s, %(version)s, %(at)s, %(appended)s, "
             "%(replaced)s, %(truncated)s, %(values_changed)s)"
         )
+        # An append as one statement (its own transaction): the guarded bump, the new rows and
+        # the version row, each insert joined to the bump's check so that a session that moved
+        # fails the statement (division by zero) before anything is written.
+        self.append = (
+            f"WITH moved AS ({self.bump}), "
+            "ok AS (SELECT 1 / (SELECT count(*)::int FROM moved) AS ok), "
+            f"put AS ({self.insert_rows} CROSS JOIN ok), "
+            f"logged AS (INSERT INTO {s}.versions (sid, version, committed_at, appended, "
+            "replaced, truncated, values_changed) SELECT %(sid)s, %(version)s, %(at)s, "
+            "%(appended)s, %(replaced)s, %(truncated)s, %(values_changed)s FROM ok) "
+            "SELECT ok FROM ok"
+        )
         self.committed = (
             f"SELECT v.committed_at, x.sid FROM {s}.versions v "
             f"JOIN {s}.sessions x ON x.sid = v.sid "
