@@ -263,19 +263,20 @@ def test_a_title_that_is_not_text_is_refused_before_writing(
 
 
 # -- a connection killed mid-save --------------------------------------------------------------
-@pytest.mark.parametrize("change", ["append", "edit"])
+@pytest.mark.parametrize("path", ["one statement", "pipeline"])
 def test_connection_killed_mid_save_fails_cleanly(
-    open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, change: str
+    open_store: OpenStore, pg_url: str, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    """An append is one statement (here the connection dies just before it is sent); any other
-    save is a pipeline (it dies once every write ran, before COMMIT). Either way: not committed,
-    said so, and nothing of it is stored."""
+    """A save the ledger planned is one statement (here the connection dies just before it is
+    sent); one that adds media is a pipeline (it dies once every write ran, before COMMIT).
+    Either way: not committed, said so, and nothing of it is stored."""
     store = open_store()
     ledger = Ledger(store)
     before = sample_conversation(4, result_size=100)
     ledger.save("s", before)
     after = [*before, *sample_conversation(6, result_size=100)[len(before) :]]
-    if change == "append":
+    after[1] = after[1].replace(content="edited")
+    if path == "one statement":
         commit_known = PostgresStore._commit_known
 
         def die_then_commit(self: PostgresStore, conn: psycopg.Connection[Any], *args: Any) -> Any:
@@ -284,7 +285,7 @@ def test_connection_killed_mid_save_fails_cleanly(
 
         monkeypatch.setattr(PostgresStore, "_commit_known", die_then_commit)
     else:
-        after[1] = after[1].replace(content="edited")
+        after.append(every_block_message()[1])  # an image: media go through the pipeline
         write = PostgresStore._write
 
         def write_then_die(self: PostgresStore, conn: psycopg.Connection[Any], *args: Any) -> None:
@@ -304,15 +305,8 @@ def test_connection_killed_mid_save_fails_cleanly(
     assert Ledger(open_store()).messages("s") == after
 
 
-def test_an_append_is_one_statement_and_a_stale_one_writes_nothing(
-    open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A save that only adds rows on a known session sends one statement, its own transaction:
-    the guarded bump, the rows and the version row. A stale one fails as a whole."""
-    first, second = Ledger(open_store()), Ledger(open_store())
-    turn = [Msg.user("one", id="1"), Msg.assistant("two", id="2")]
-    first.save("s", turn)
-    assert second.version("s") == 1  # second now knows the session's row
+def _statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every statement psycopg sends from now on (a list that fills)."""
     sent: list[str] = []
     execute = psycopg.Connection.execute
 
@@ -321,13 +315,72 @@ def test_an_append_is_one_statement_and_a_stale_one_writes_nothing(
         return execute(self, query, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Connection, "execute", counted)
-    report = first.save("s", [*turn, Msg.user("three", id="3")])
-    assert (report.version, report.appended) == (2, 1)
-    assert len(sent) == 1 and sent[0].startswith("WITH moved AS (UPDATE")
-    with pytest.raises(ConflictError, match="at version 2") as info:
-        second.save("s", [*turn, Msg.user("late", id="late")], expected_version=1)
-    monkeypatch.undo()
-    assert (info.value.expected, info.value.actual) == (1, 2)
+    return sent
+
+
+def test_every_save_the_ledger_plans_is_one_statement(
+    open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a known session, an append, an edit, a shift of each kind, a change of named values
+    and of several lists at once each send one statement, and store exactly what was saved."""
+    ledger = Ledger(open_store())
+    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(20)]
+    ledger.save_state("s", lists={"context": msgs, "notes": msgs[:3]}, values={"k": 1})
+    made = iter(range(1000))
+
+    def new() -> Msg:
+        return Msg.assistant(f"new {(n := next(made))}", id=f"n{n}")
+
+    changes: list[Any] = [
+        lambda c, o: ([*c, new()], o, None),  # append
+        lambda c, o: ([*c[:5], c[5].replace(content="edited"), *c[6:]], o, None),  # edit
+        lambda c, o: ([*c[1:], new()], o, None),  # sliding window
+        lambda c, o: ([new(), *c], o, None),  # insert at the front
+        lambda c, o: ([*c[:8], *c[9:]], o, None),  # delete in the middle
+        lambda c, o: ([c[3], *c[:3], *c[4:]], o, None),  # move one
+        lambda c, o: ([new(), *c[-4:]], o, None),  # summary over a prefix
+        lambda c, o: (c, o, {"k": 2, "j": [1]}),  # named values
+        lambda c, o: (c[:-1], [*o, new()], {"k": None}),  # two lists and a value deleted
+        lambda c, o: ([*c[:2], new(), *c[4:]], o[1:], None),  # replace two, slide the other
+    ]
+    context, notes = msgs, msgs[:3]
+    values: dict[str, Any] = {"k": 1}
+    for change in changes:
+        context, notes, set_values = change(context, notes)
+        sent = _statements(monkeypatch)
+        ledger.save_state("s", lists={"context": context, "notes": notes}, values=set_values)
+        monkeypatch.undo()
+        assert len(sent) == 1 and sent[0].startswith("WITH moved AS (UPDATE"), sent
+        for name, value in (set_values or {}).items():
+            if value is None:
+                values.pop(name)
+            else:
+                values[name] = value
+        state = Ledger(open_store()).load("s")
+        assert state.lists == {"context": context, "notes": notes}
+        assert state.values == values
+    versions = Ledger(open_store()).history("s")
+    assert len(versions) == len(changes) + 1
+    first = Ledger(open_store()).load("s", version=1)
+    assert first.lists == {"context": msgs, "notes": msgs[:3]} and first.values == {"k": 1}
+
+
+def test_a_stale_one_statement_save_writes_nothing(open_store: OpenStore) -> None:
+    """The bump runs before any write of the statement: a save planned on a version that is no
+    longer the session's fails as a whole, as a conflict."""
+    first, second = Ledger(open_store()), Ledger(open_store())
+    turn = [Msg.user("one", id="1"), Msg.assistant("two", id="2")]
+    first.save("s", turn)
+    assert second.version("s") == 1  # second now knows the session's row
+    first.save("s", [*turn, Msg.user("three", id="3")])
+    for stale in (
+        [*turn, Msg.user("late", id="late")],  # an append
+        [turn[0].replace(content="edited"), turn[1]],  # an edit
+        [turn[1]],  # a dropped prefix
+    ):
+        with pytest.raises(ConflictError, match="at version 2") as info:
+            second.save("s", stale, expected_version=1)
+        assert (info.value.expected, info.value.actual) == (1, 2)
     fresh = Ledger(open_store())
     assert [m.id for m in fresh.messages("s")] == ["1", "2", "3"]
     assert [v.version for v in fresh.history("s")] == [1, 2]

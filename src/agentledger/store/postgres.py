@@ -3,11 +3,11 @@
 psycopg 3 with a connection pool. A commit is one transaction that first moves the session row
 from ``base_version`` to the new version (``UPDATE ... WHERE version = base``; the row lock makes
 concurrent committers queue, and the loser sees the new version and gets ``ConflictError``), then
-closes the rows that leave and inserts the new ones, all pipelined. On a session whose row the
-ledger knows, that check fails the pipeline when the session moved, so nothing waits for its
-answer and the ledger need not read the version first: a save costs one round trip and
-O(changed rows) writes, and an append (the usual save) is a single statement. The schema
-(``postgres_schema``) keeps bodies out of line, so closing a row never copies the message.
+closes the rows that leave and inserts the new ones. On a session whose row the ledger knows, a
+save is one statement (``Queries.save_in_one``; a save adding media, a pipeline) in which that
+check fails everything when the session moved, so the ledger need not read the version first:
+a save costs one round trip and O(changed rows) writes. The schema (``postgres_schema``) keeps
+bodies out of line, so closing a row never copies the message.
 
 The store is ``ranked`` (see ``ranks``): rows are ordered by rank keys the ledger assigns, so an
 insert, a deletion or a moved range writes only the rows it adds and closes, and a dropped
@@ -539,15 +539,13 @@ class PostgresStore(Store):
     ) -> str:
         """The common save, on a session whose row (``sid``, the incarnation) is known: one
         round trip. The guarded bump fails the pipeline if the session moved; the writes behind
-        it never run then, and the stored stamp says why. A save that only inserts rows (an
-        append, the usual turn) is one statement, its own transaction (``Queries.append``):
-        about half the client and server work of the five-statement pipeline."""
+        it never run then, and the stored stamp says why. A save the ledger planned that adds
+        no media (nearly every save) is one statement instead (``_save_in_one``)."""
         sid = int(plan.base_incarnation)
         try:
-            ranks = _ranks_of_puts_only(plan)
-            if ranks is not None:
-                rows = _put_rows(plan, ranks)
-                conn.execute(self._q.append, {**session, **self._version_row(sid, plan), **rows})
+            ranks = [w.ranks for w in plan.lists if w.ranks is not None]
+            if len(ranks) == len(plan.lists) and not plan.media:
+                self._save_in_one(conn, sid, plan, ranks, session)
                 return plan.base_incarnation
             with conn.pipeline() as pipe:
                 conn.execute("BEGIN")
@@ -558,6 +556,38 @@ class PostgresStore(Store):
             conn.rollback()
             raise self._conflict(conn, plan) from None
         return plan.base_incarnation
+
+    def _save_in_one(
+        self,
+        conn: psycopg.Connection[Any],
+        sid: int,
+        plan: CommitPlan,
+        ranks: list[RankPlan],
+        session: dict[str, Any],
+    ) -> None:
+        """Apply ``plan`` (ranked by the ledger, no media) as one statement, its own
+        transaction (``Queries.save_in_one``): about half the client and server work of the
+        pipeline of a statement per write between BEGIN and COMMIT."""
+        args = {**session, **self._version_row(sid, plan), **_put_rows(plan, ranks)}
+        closes = 0
+        floors: dict[str, list[Any]] = {"floor_lists": [], "floors": []}
+        for write, planned in zip(plan.lists, ranks, strict=True):
+            if planned.closed_ranks:
+                args[f"list{closes}"] = write.name
+                args[f"ranks{closes}"] = planned.closed_ranks
+                args[f"count{closes}"] = len(planned.closed_ranks)
+                closes += 1
+            if planned.floor is not None:
+                floors["floor_lists"].append(write.name)
+                floors["floors"].append(planned.floor)
+        args.update(floors)
+        if plan.values:
+            kept = [(n, raw) for n, raw in plan.values.items() if raw is not None]
+            args["names"] = list(plan.values)
+            args["value_names"] = [n for n, _ in kept]
+            args["raws"] = [raw for _, raw in kept]
+        sql = self._q.save_in_one(closes, bool(floors["floor_lists"]), bool(plan.values))
+        conn.execute(sql, args)
 
     def _conflict(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> ConflictError:
         """Why the session row did not move from ``plan``'s base: read after the failed bump."""
@@ -753,21 +783,6 @@ class PostgresStore(Store):
                 key.session,
                 key.tenant,
             )
-
-
-def _ranks_of_puts_only(plan: CommitPlan) -> list[RankPlan] | None:
-    """The ledger's ``RankPlan`` of each list write if ``plan`` only inserts rows (an append):
-    every list write ranked, closing nothing and raising no floor, no named value or media
-    changed. None otherwise."""
-    if plan.values or plan.media:
-        return None
-    ranks = []
-    for write in plan.lists:
-        planned = write.ranks
-        if planned is None or planned.closed_ranks or planned.floor is not None:
-            return None
-        ranks.append(planned)
-    return ranks
 
 
 def _put_rows(plan: CommitPlan, ranks: Sequence[RankPlan]) -> dict[str, list[Any]]:

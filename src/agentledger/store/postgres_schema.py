@@ -217,7 +217,8 @@ class Queries:
     """Every statement, rendered once for the store's schema."""
 
     def __init__(self, schema: str) -> None:
-        s = f'"{schema}"'
+        s = self._s = f'"{schema}"'
+        self._in_one: dict[tuple[int, bool, bool], str] = {}
         self.version = f"SELECT version FROM {s}.sessions WHERE tenant = %s AND session = %s"
         self.stamp = f"SELECT sid, version FROM {s}.sessions WHERE tenant = %s AND session = %s"
         self.session = (
@@ -344,18 +345,6 @@ class Queries:
             "truncated, values_changed) VALUES (%(sid)s, %(version)s, %(at)s, %(appended)s, "
             "%(replaced)s, %(truncated)s, %(values_changed)s)"
         )
-        # An append as one statement (its own transaction): the guarded bump, the new rows and
-        # the version row, each insert joined to the bump's check so that a session that moved
-        # fails the statement (division by zero) before anything is written.
-        self.append = (
-            f"WITH moved AS ({self.bump}), "
-            "ok AS (SELECT 1 / (SELECT count(*)::int FROM moved) AS ok), "
-            f"put AS ({self.insert_rows} CROSS JOIN ok), "
-            f"logged AS (INSERT INTO {s}.versions (sid, version, committed_at, appended, "
-            "replaced, truncated, values_changed) SELECT %(sid)s, %(version)s, %(at)s, "
-            "%(appended)s, %(replaced)s, %(truncated)s, %(values_changed)s FROM ok) "
-            "SELECT ok FROM ok"
-        )
         self.committed = (
             f"SELECT v.committed_at, x.sid FROM {s}.versions v "
             f"JOIN {s}.sessions x ON x.sid = v.sid "
@@ -446,3 +435,76 @@ class Queries:
             "AND m.rank = t.rank AND m.version_to IS NULL "
             "ORDER BY t.updated_at DESC, t.session DESC, t.list, t.rank"
         )
+
+    def save_in_one(self, closes: int, floors: bool, values: bool) -> str:
+        """A save of a known session as one statement, its own transaction: the guarded bump,
+        the rows of ``closes`` lists closed (parameters ``list{i}``, ``ranks{i}``,
+        ``count{i}``), the floors of ``floor_lists`` replaced, the named values ``names``
+        closed and ``value_names`` set, the puts inserted and the version row written.
+
+        The sub-statements of one ``WITH`` share a snapshot and run in no promised order, so
+        the order that matters is made by data: every write waits for the bump (an uncorrelated
+        sub-select of ``ok``, run once before the write's first row), so a session that moved
+        fails the statement (division by zero) before any row is locked; and an insert that
+        takes a live key of a row the save closes (a rank put back, a list's floor, a value)
+        waits for that close, so the unique index sees the old row already closed. The check
+        that every closed row was live (else ``corrupt()``) is read by the final select, so it
+        always runs.
+        """
+        shape = (closes, floors, values)
+        if shape not in self._in_one:
+            self._in_one[shape] = self._build_in_one(closes, floors, values)
+        return self._in_one[shape]
+
+    def _build_in_one(self, closes: int, floors: bool, values: bool) -> str:
+        s = self._s
+        bumped = "(SELECT ok FROM ok) = 1"
+        parts = [
+            f"moved AS ({self.bump})",
+            "ok AS (SELECT 1 / (SELECT count(*)::int FROM moved) AS ok)",
+        ]
+        checks = []
+        for i in range(closes):
+            parts.append(
+                f"closed{i} AS (UPDATE {s}.messages SET version_to = %(version)s "
+                "WHERE version_to IS NULL AND (sid, list, rank) IN (SELECT %(sid)s::bigint, "
+                f"%(list{i})s::text, unnest(%(ranks{i})s::bytea[])) AND {bumped} RETURNING 1)"
+            )
+            found = f"(SELECT count(*) FROM closed{i})"
+            checks.append(
+                f"WHEN {found} <> %(count{i})s THEN {s}.corrupt('list ' || %(list{i})s || ': ' "
+                f"|| {found} || ' of the ' || %(count{i})s || ' rows the save closes are live')"
+            )
+        done = f"CASE {' '.join(checks)} ELSE 1 END" if checks else "1"
+        parts.append(f"closed AS (SELECT {done} AS done)")
+        if floors:
+            parts += [
+                f"floors_closed AS (UPDATE {s}.list_floors SET version_to = %(version)s "
+                "WHERE sid = %(sid)s AND version_to IS NULL "
+                f"AND list = ANY(%(floor_lists)s::text[]) AND {bumped} RETURNING 1)",
+                f"floors_set AS (INSERT INTO {s}.list_floors (sid, list, version_from, floor) "
+                "SELECT %(sid)s, u.l, %(version)s, u.f "
+                "FROM unnest(%(floor_lists)s::text[], %(floors)s::bytea[]) AS u(l, f) "
+                f"WHERE (SELECT count(*) FROM floors_closed) >= 0 AND {bumped})",
+            ]
+        if values:
+            parts += [
+                f"values_closed AS (UPDATE {s}.session_values SET version_to = %(version)s "
+                "WHERE sid = %(sid)s AND version_to IS NULL AND name = ANY(%(names)s::text[]) "
+                f"AND {bumped} RETURNING 1)",
+                f"values_set AS (INSERT INTO {s}.session_values (sid, name, version_from, raw) "
+                "SELECT %(sid)s, u.n, %(version)s, u.r "
+                "FROM unnest(%(value_names)s::text[], %(raws)s::bytea[]) AS u(n, r) "
+                f"WHERE (SELECT count(*) FROM values_closed) >= 0 AND {bumped})",
+            ]
+        parts += [
+            f"put AS (INSERT INTO {s}.messages (sid, list, rank, version_from, msg_id, digest, "
+            "body, text, blobs) SELECT %(sid)s, u.l, u.k, %(version)s, u.i, u.d, u.b, u.t, u.r "
+            "FROM unnest(%(lists)s::text[], %(ranks)s::bytea[], %(ids)s::text[], "
+            "%(digests)s::bytea[], %(bodies)s::bytea[], %(texts)s::text[], %(refs)s::bytea[]) "
+            f"AS u(l, k, i, d, b, t, r) WHERE (SELECT done FROM closed) = 1 AND {bumped})",
+            f"logged AS (INSERT INTO {s}.versions (sid, version, committed_at, appended, "
+            "replaced, truncated, values_changed) SELECT %(sid)s, %(version)s, %(at)s, "
+            "%(appended)s, %(replaced)s, %(truncated)s, %(values_changed)s FROM ok)",
+        ]
+        return f"WITH {', '.join(parts)} SELECT ok, done FROM ok, closed"
