@@ -370,6 +370,18 @@ def targets(results: Results, n: int) -> list[tuple[str, str, str]]:
                 r_lost = times(_ratio(seconds, mine_reload))
                 measured += f"; {label} reloads in {ms(seconds)} ({r_lost}) but {', '.join(lost)}"
         out.append((target, measured, verdict(None if r is None else r >= 2)))
+    read_all = g(al, "reload", "read_all_seconds")
+    json_load = g("json-file", "reload", "seconds")
+    full_read = None if mine_reload is None or read_all is None else mine_reload + read_all
+    r = _ratio(full_read, json_load)
+    out.append(
+        (
+            "reload and read every message ≤ 1.0x `json.load` of the same bytes",
+            f"agentledger sqlite {ms(full_read)} (reload {ms(mine_reload)} + reading "
+            f"{ms(read_all)}) vs `json.load` {ms(json_load)}: {times(r)} its time",
+            verdict(None if r is None else r <= 1.0),
+        )
+    )
     pg = g("agentledger-postgres", "grow", "append_seconds_mean")
     lg_pg = g("langgraph-postgres", "grow", "append_seconds_mean")
     r = _ratio(lg_pg, pg)
@@ -389,6 +401,16 @@ def targets(results: Results, n: int) -> list[tuple[str, str, str]]:
             verdict(None if r is None else r <= 1.5),
         )
     )
+    for sync, name in (("NORMAL", al), ("FULL", "agentledger-sqlite-full")):
+        lite = g(name, "grow", "append_seconds_mean")
+        r = _ratio(pg, lite)
+        out.append(
+            (
+                f"Postgres: append a turn ≤ 3x SQLite's time (synchronous={sync})",
+                f"agentledger postgresql {ms(pg)} vs sqlite {sync} {ms(lite)}: {times(r)} its time",
+                verdict(None if r is None else r <= 3),
+            )
+        )
     total = g(al, "grow", "seconds_total")
     out.append(
         (
