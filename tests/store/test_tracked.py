@@ -121,6 +121,46 @@ def test_a_tracked_append_compares_no_committed_message(monkeypatch: pytest.Monk
     assert Ledger(ledger.store).messages("s") == list(live)
 
 
+def test_load_tracked_hands_out_the_state_and_a_tracked_copy_of_one_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One load: the state (values, version) and the list as a ``TrackedList`` that knows it
+    is as stored, so its first save compares only what changed; changing the state's own list
+    changes neither the tracked list nor what is saved."""
+    ledger = Ledger("memory://")
+    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(50)]
+    ledger.save_state("s", lists={"context": msgs}, values={"k": 1})
+    compared: list[int] = []
+    real = diff_list
+
+    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
+        compared.append(len(new) - unchanged)
+        return real(committed, new, known, unchanged=unchanged)
+
+    monkeypatch.setattr("agentledger.store.ledger.diff_list", spy)
+    for reader in (ledger, Ledger(ledger.store)):  # remembered, then read from the store
+        state, live = reader.load_tracked("s")
+        assert (state.version, state.values, list(live)) == (
+            reader.version("s"), {"k": 1}, state.context
+        )  # fmt: skip
+        stored = len(live)
+        state.context[:] = state.context[:3]  # the state's list is the caller's own
+        assert len(live) == stored
+        live.append(Msg.assistant("reply", id=f"r{len(compared)}"))
+        compared.clear()
+        assert reader.save("s", live).appended == 1
+        assert compared == [1]  # the first save compares only what was added
+        assert Ledger(ledger.store).messages("s") == list(live)
+    other = Ledger(ledger.store)
+    state, live = ledger.load_tracked("s")
+    other.save("s", [*other.messages("s"), Msg.user("another writer", id="o")])
+    live.append(Msg.assistant("late", id="late"))
+    compared.clear()
+    ledger.save("s", live)  # planned again on the other commit, compared whole
+    assert compared[-1] == len(live)
+    assert Ledger(ledger.store).messages("s") == list(live)
+
+
 def test_unchanged_positions_are_not_compared() -> None:
     committed = [Msg.user(f"m{i}", id=f"m{i}") for i in range(10)]
     forged = [m.replace(content="changed behind the record") for m in committed[:5]]

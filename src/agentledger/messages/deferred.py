@@ -34,8 +34,8 @@ against 35-44 ms for ``json.load`` of a file of the same messages on the same ma
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from itertools import repeat
+from collections.abc import Sequence
+from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import Any
 
@@ -163,12 +163,18 @@ _SETTERS = tuple(
 )
 
 
-def decode_deferred(msgs: Iterable[Any]) -> None:
+_pending = attrgetter("_stored")
+
+
+def decode_deferred(msgs: Sequence[Any]) -> None:
     """Decode every still-deferred message of ``msgs`` now.
 
     For code that wants the decoding done at a time and on a thread of its choosing, such as
     ``AsyncLedger``, which decodes in its worker thread so that an event loop never does.
     Raises ``CorruptStoreError`` for a message whose stored bytes fail a check.
     """
-    for m in msgs:
+    # only those whose bytes are still pending, picked at C speed: a list held in memory (a
+    # ledger's remembered messages) is mostly decoded already, and calling ``fill`` for each
+    # of 12,000 messages to find that out cost 0.7 ms
+    for m in compress(msgs, map(_pending, msgs)):
         fill(m)  # one decoder call per message: faster than one for a joined list

@@ -75,13 +75,20 @@ class AsyncLedger:
         self, session: str, name: str = CONTEXT, *, tenant: str | None = None
     ) -> TrackedList:
         """``Ledger.tracked``, decoded in the worker thread."""
+        return (await self.load_tracked(session, name, tenant=tenant))[1]
 
-        def tracked_decoded() -> TrackedList:
-            live = self.sync.tracked(session, name, tenant=tenant)
-            decode_deferred(live._items)
-            return live
+    async def load_tracked(
+        self, session: str, name: str = CONTEXT, *, tenant: str | None = None
+    ) -> tuple[SessionState, TrackedList]:
+        """``Ledger.load_tracked``, decoded in the worker thread."""
 
-        return await asyncio.to_thread(tracked_decoded)
+        def load_decoded() -> tuple[SessionState, TrackedList]:
+            state, live = self.sync.load_tracked(session, name, tenant=tenant)
+            for msgs in state.lists.values():
+                decode_deferred(msgs)  # the tracked list holds the same messages
+            return state, live
+
+        return await asyncio.to_thread(load_decoded)
 
     async def save(
         self,

@@ -317,6 +317,16 @@ class Ledger:
         """One list of the session as a ``TrackedList``: change it with its methods and pass it
         to ``save``, which then compares only from the first position changed, so a save costs
         the same at 12 messages or 12,000 (see ``tracked``)."""
+        return self.load_tracked(session, name, tenant=tenant)[1]
+
+    def load_tracked(
+        self, session: str, name: str = CONTEXT, *, tenant: str | None = None
+    ) -> tuple[SessionState, TrackedList]:
+        """The session's latest state and, from the same load, its list ``name`` as a
+        ``TrackedList`` (see ``tracked``): for code that needs the values and the version too,
+        such as the agent. The tracked list holds its own copy of the messages, so changing
+        the state's lists leaves it as it is (and the next save still finds such changes only
+        if they are made to the tracked list)."""
         key = self.key(session, tenant)
         name = check_list_name(name)
         state = self.load(session, tenant=tenant)
@@ -324,7 +334,7 @@ class Ledger:
         head = self._heads.get(key)
         if head is not None and head.version == state.version:
             live._mark_saved(self._saved_as(key, name, head), live._edits)
-        return live
+        return state, live
 
     def _decode(self, key: SessionKey, stored: StoredState) -> SessionState:
         lists = {
