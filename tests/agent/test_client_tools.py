@@ -119,8 +119,10 @@ async def test_a_hook_may_rewind_the_context(ledger: AsyncLedger) -> None:
     def rewind(c: RuntimeContext, msgs: list[Msg]) -> None:
         del c.state.context[2:]
 
-    await agent.run(Msg.user("TWO", id="u2"), ctx(on_state_loaded=rewind))
+    events = [e async for e in agent.stream(Msg.user("TWO", id="u2"), ctx(on_state_loaded=rewind))]
     assert [m.text for m in await ledger.messages("s")] == ["one", "1", "TWO", "2!"]
+    committed = [e.message.text for e in events if isinstance(e, MessageCommitted)]
+    assert committed == ["TWO", "2!"]  # the kept messages were stored before the run
     assert [m.text for m in await ledger.messages("s", version=1)][2:] == ["two", "2"]
 
 

@@ -101,7 +101,9 @@ class _Run:
     checker: HistoryChecker = field(default_factory=HistoryChecker)  # what was sent passed
     pending: dict[str, Any] = field(default_factory=dict)
     version: int = 0
-    committed: set[str] = field(default_factory=set)
+    loaded: list[Msg] = field(default_factory=list)  # the context as the run loaded it
+    committed: set[str] = field(default_factory=set)  # ids announced (see ``_save``)
+    loaded_added: bool = False  # whether ``committed`` holds the ids of ``loaded``
     builder: ResponseBuilder | None = None
     interrupt: InterruptSource | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
@@ -262,7 +264,9 @@ class ReActAgent:
         self, run: _Run, msgs: list[Msg], recover_only: bool
     ) -> AsyncIterator[AgentEvent]:
         ctx = run.ctx
-        state = await self.ledger.load(ctx.session_id, tenant=ctx.tenant)
+        # the context as a TrackedList known to be as stored: the first save compares from
+        # where the run changed it, not from its first message
+        state, run.context = await self.ledger.load_tracked(ctx.session_id, tenant=ctx.tenant)
         ctx.state = state
         had_input = bool(msgs)
         hook = ctx.on_state_loaded or self.on_state_loaded
@@ -270,8 +274,8 @@ class ReActAgent:
             outcome = hook(ctx, msgs)
             if inspect.isawaitable(outcome):
                 await outcome
-        run.context = TrackedList(state.context)  # after the hook, which may have cut it short
-        run.committed = {m.id for m in run.context}
+            _replace_context(run.context, ctx.state.context)  # the hook may have cut it short
+        run.loaded = run.context.copy()  # what the run starts from
         run.pending = dict(state.values.get(PENDING_VALUE) or {})
         run.version = state.version
         yield RunStarted(ctx.session_id, ctx.tenant, run.run_id, run.version)
@@ -473,8 +477,14 @@ class ReActAgent:
         """Save the run's context and pending calls; yield ``MessageCommitted`` for each message
         this save committed. Both cost what changed: the context is a ``TrackedList``, so the
         save compares it from its first changed position, and only messages from there on can
-        be new."""
+        be new. A message is announced once, the first time a save commits its id; not if the
+        run started with it (``loaded``), which can matter only once a save reaches back into
+        those messages (a middleware's edit), so their ids are collected then, once. A message
+        appended with the id of an earlier one is written as a row of its own, and announced."""
         changed_from = run.context.changed_from
+        if changed_from < len(run.loaded) and not run.loaded_added:
+            run.committed.update(m.id for m in run.loaded)
+            run.loaded_added = True
         report = await self.ledger.save_state(
             run.ctx.session_id,
             lists={"context": run.context},
