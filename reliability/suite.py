@@ -80,6 +80,7 @@ AREAS = (
             _PROCESSES + "test_run_lease_holds_across_processes_and_dies_with_its_holder",
             _POSTGRES + "test_eight_processes_append_to_eight_sessions",
             _POSTGRES + "test_four_processes_contending_for_one_session_lose_nothing",
+            _POSTGRES + "test_four_processes_shifting_one_session_commit_exactly_what_each_saved",
             _POSTGRES + "test_eight_processes_without_expected_version_lose_no_acknowledged_commit",
             _POSTGRES + "test_lease_is_exclusive_across_processes_and_sigkill_frees_it",
             "tests/store/test_contention.py",

@@ -230,6 +230,38 @@ def contender(url: str, schema: str, session: str, tag: str, saves: int) -> None
     _say(committed=committed, conflicted=conflicted)
 
 
+def shifter(url: str, schema: str, session: str, tag: str, saves: int) -> None:
+    """Like ``contender``, but each attempt edits, deletes, slides or inserts at the front
+    (closing rows, raising a floor, putting a rank below the first) with ``expected_version``;
+    reports, for each attempt that committed, the version and the ids it saved."""
+    committed: list[tuple[int, list[str]]] = []
+    conflicts = 0
+    with _ledger(url, schema) as ledger:
+        attempt = 0
+        while len(committed) < saves:
+            attempt += 1
+            state = ledger.load(session)
+            msgs = list(state.context)
+            new = Msg.user(f"{tag} attempt {attempt}", id=f"{tag}-{attempt}")
+            shift = attempt % 4
+            if shift == 0:  # replace the last message
+                msgs[-1] = new
+            elif shift == 1 and len(msgs) > 2:  # delete the middle one, append
+                del msgs[len(msgs) // 2]
+                msgs.append(new)
+            elif shift == 2:  # slide
+                msgs = [*msgs[1:], new]
+            else:  # insert at the front
+                msgs.insert(0, new)
+            try:
+                report = ledger.save(session, msgs, expected_version=state.version)
+            except ConflictError:
+                conflicts += 1
+            else:
+                committed.append((report.version, [m.id for m in msgs]))
+    _say(committed=committed, conflicts=conflicts)
+
+
 def lease_holder(url: str, schema: str, session: str, wait: float, hold: float) -> None:
     """Try to take the run lease; say whether it was taken, then hold it for ``hold`` s."""
     with _ledger(url, schema) as ledger:

@@ -577,6 +577,41 @@ def test_four_processes_contending_for_one_session_lose_nothing(
 
 
 @pytest.mark.slow
+def test_four_processes_shifting_one_session_commit_exactly_what_each_saved(
+    pg_url: str, schema: str, open_store: OpenStore
+) -> None:
+    """Edits, deletions, slides and inserts at the front, each one statement, racing on one
+    session: every commit holds exactly the list its writer saved, a lost race is a conflict
+    (never a corrupt-store error or a unique violation), and nothing else is stored."""
+    start = [Msg.user(f"start {i}", id=f"start-{i}") for i in range(12)]
+    Ledger(open_store()).save("hot", start)
+    procs = [
+        pg.spawn("shifter", url=pg_url, schema=schema, session="hot", tag=f"w{i}", saves=10)
+        for i in range(4)
+    ]
+    try:
+        reports = [pg.read_line(proc, timeout=120) for proc in procs]
+    finally:
+        pg.reap(procs)
+    assert all(r is not None for r in reports), reports
+    saved = {version: ids for r in reports if r for version, ids in r["committed"]}
+    assert sorted(saved) == list(range(2, 42))  # 40 commits, one version each
+    record(
+        "contention",
+        "processes shifting one session with expected_version",
+        backend="postgres",
+        writers=4,
+        commits=len(saved),
+        conflicts=sum(r["conflicts"] for r in reports if r),
+    )
+    ledger = Ledger(open_store())
+    for version, ids in saved.items():
+        assert [m.id for m in ledger.messages("hot", version=version)] == ids
+    assert [m.id for m in ledger.messages("hot")] == saved[41]
+    assert ledger.version("hot") == 41
+
+
+@pytest.mark.slow
 def test_eight_processes_without_expected_version_lose_no_acknowledged_commit(
     pg_url: str, schema: str, open_store: OpenStore
 ) -> None:
