@@ -568,25 +568,11 @@ class PostgresStore(Store):
         """Apply ``plan`` (ranked by the ledger, no media) as one statement, its own
         transaction (``Queries.save_in_one``): about half the client and server work of the
         pipeline of a statement per write between BEGIN and COMMIT."""
-        args = {**session, **self._version_row(sid, plan), **_put_rows(plan, ranks)}
-        closes = 0
-        floors: dict[str, list[Any]] = {"floor_lists": [], "floors": []}
-        for write, planned in zip(plan.lists, ranks, strict=True):
-            if planned.closed_ranks:
-                args[f"list{closes}"] = write.name
-                args[f"ranks{closes}"] = planned.closed_ranks
-                args[f"count{closes}"] = len(planned.closed_ranks)
-                closes += 1
-            if planned.floor is not None:
-                floors["floor_lists"].append(write.name)
-                floors["floors"].append(planned.floor)
-        args.update(floors)
-        if plan.values:
-            kept = [(n, raw) for n, raw in plan.values.items() if raw is not None]
-            args["names"] = list(plan.values)
-            args["value_names"] = [n for n, _ in kept]
-            args["raws"] = [raw for _, raw in kept]
-        sql = self._q.save_in_one(closes, bool(floors["floor_lists"]), bool(plan.values))
+        args, closes = _write_args(plan, ranks)
+        args.update(session, **self._version_row(sid, plan))
+        for i, (name, closed) in enumerate(closes):
+            args.update({f"list{i}": name, f"ranks{i}": closed, f"count{i}": len(closed)})
+        sql = self._q.save_in_one(len(closes), bool(args["floor_lists"]), bool(plan.values))
         conn.execute(sql, args)
 
     def _conflict(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> ConflictError:
@@ -640,31 +626,20 @@ class PostgresStore(Store):
         q, v = self._q, plan.version
         if plan.media:
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._blob_lock(plan.key)])
-        floors: dict[str, list[Any]] = {"lists": [], "floors": []}
-        rows = _put_rows(plan, ranks)
-        at = {"version": v, "sid": sid}
-        for write, planned in zip(plan.lists, ranks, strict=True):
-            if planned.closed_ranks:  # an append or a dropped prefix closes nothing
-                closed = {"list": write.name, "ranks": planned.closed_ranks}
-                conn.execute(q.close_rows, {**at, **closed, "count": len(planned.closed_ranks)})
-            if planned.floor is not None:
-                floors["lists"].append(write.name)
-                floors["floors"].append(planned.floor)
-        if floors["lists"]:
-            conn.execute(q.close_floors, {**at, "lists": floors["lists"]})
-            conn.execute(q.insert_floors, {**at, **floors})
-        if rows["lists"]:
-            conn.execute(q.insert_rows, {**at, **rows})
+        args, closes = _write_args(plan, ranks)
+        args.update(version=v, sid=sid)
+        for name, closed in closes:
+            closing = {"list": name, "ranks": closed, "count": len(closed)}
+            conn.execute(q.close_rows, {"version": v, "sid": sid, **closing})
+        if args["floor_lists"]:
+            conn.execute(q.close_floors, args)
+            conn.execute(q.insert_floors, args)
+        if args["lists"]:
+            conn.execute(q.insert_rows, args)
         if plan.values:
-            names = list(plan.values)
-            conn.execute(q.close_values, {"version": v, "sid": sid, "names": names})
-            kept = [(n, raw) for n, raw in plan.values.items() if raw is not None]
-            if kept:
-                conn.execute(
-                    q.insert_values,
-                    {"sid": sid, "version": v, "names": [n for n, _ in kept],
-                     "raws": [raw for _, raw in kept]},
-                )  # fmt: skip
+            conn.execute(q.close_values, args)
+            if args["value_names"]:
+                conn.execute(q.insert_values, args)
         if plan.media:
             digests = list(plan.media)
             tenant = plan.key.tenant
@@ -785,27 +760,40 @@ class PostgresStore(Store):
             )
 
 
-def _put_rows(plan: CommitPlan, ranks: Sequence[RankPlan]) -> dict[str, list[Any]]:
-    """The ``insert_rows`` parameters of every message ``plan`` puts, at its ``ranks``:
-    one array per column. A list's puts and its ranks must pair up one to one."""
-    rows: dict[str, list[Any]] = {k: [] for k in ("lists", "ranks", "ids", "digests")}
-    rows.update(bodies=[], texts=[], refs=[])
+def _write_args(
+    plan: CommitPlan, ranks: Sequence[RankPlan]
+) -> tuple[dict[str, Any], list[tuple[str, list[bytes]]]]:
+    """The parameters of ``plan``'s writes at its ``ranks`` (one array per column of the rows
+    put, the lists whose floor rises and their floors, the named values closed and those set),
+    and the ranks each list closes. A list's puts and its ranks must pair up one to one."""
+    args: dict[str, Any] = {k: [] for k in ("lists", "ranks", "ids", "digests")}
+    args.update(bodies=[], texts=[], refs=[], floor_lists=[], floors=[])
+    closes: list[tuple[str, list[bytes]]] = []
     for write, planned in zip(plan.lists, ranks, strict=True):
         if len(planned.put_ranks) != len(write.puts):
             raise _UserError(
                 f"list {write.name!r}: {len(write.puts)} puts but {len(planned.put_ranks)} ranks"
             )
+        if planned.closed_ranks:  # an append or a dropped prefix closes nothing
+            closes.append((write.name, planned.closed_ranks))
+        if planned.floor is not None:
+            args["floor_lists"].append(write.name)
+            args["floors"].append(planned.floor)
         puts = sorted(write.puts, key=operator.itemgetter(0))  # put_ranks ascend with them
         for (_, msg), rank in zip(puts, planned.put_ranks, strict=True):
             refs = blob_refs(msg.body)
-            rows["lists"].append(write.name)
-            rows["ranks"].append(rank)
-            rows["ids"].append(_text(msg.msg_id))
-            rows["digests"].append(msg.digest)
-            rows["bodies"].append(msg.body)
-            rows["texts"].append(_text(msg.text))
-            rows["refs"].append(b"".join(refs) if refs else None)
-    return rows
+            args["lists"].append(write.name)
+            args["ranks"].append(rank)
+            args["ids"].append(_text(msg.msg_id))
+            args["digests"].append(msg.digest)
+            args["bodies"].append(msg.body)
+            args["texts"].append(_text(msg.text))
+            args["refs"].append(b"".join(refs) if refs else None)
+    kept = [(name, raw) for name, raw in plan.values.items() if raw is not None]
+    args.update(
+        names=list(plan.values), value_names=[n for n, _ in kept], raws=[r for _, r in kept]
+    )
+    return args, closes
 
 
 def _in_order(rows: list[Any]) -> list[Any]:

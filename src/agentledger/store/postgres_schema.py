@@ -208,6 +208,77 @@ def _above_floors(
     )
 
 
+# -- the writes of a save, each written once: the pipeline runs them as statements of their
+# own, ``Queries.save_in_one`` as sub-statements of one, behind a ``gate`` (see there).
+def _close_rows(s: str, i: str = "", gate: str = "") -> str:
+    """Close the live rows of list ``%(list{i})s`` at ranks ``%(ranks{i})s``: matched as whole
+    keys, an index lookup on ``messages_live`` each (written as ``rank = ANY(...)``, or joined
+    to an unnest of lists and ranks, a planner without statistics scans the session's rows)."""
+    return (
+        f"UPDATE {s}.messages SET version_to = %(version)s WHERE version_to IS NULL "
+        f"AND (sid, list, rank) IN (SELECT %(sid)s::bigint, %(list{i})s::text, "
+        f"unnest(%(ranks{i})s::bytea[])){gate} RETURNING 1"
+    )
+
+
+def _unless_all_live(s: str, found: str, i: str = "") -> str:
+    """A ``CASE`` branch that fails with ``data_corrupted`` unless ``found`` (the rows
+    ``_close_rows`` closed) is ``%(count{i})s``: fewer means the plan was made from ranks the
+    store does not hold."""
+    return (
+        f"WHEN {found} <> %(count{i})s THEN {s}.corrupt('list ' || %(list{i})s || ': ' "
+        f"|| {found} || ' of the ' || %(count{i})s || ' rows the save closes are live')"
+    )
+
+
+def _close_floors(s: str, gate: str = "") -> str:
+    return (
+        f"UPDATE {s}.list_floors SET version_to = %(version)s WHERE sid = %(sid)s "
+        f"AND version_to IS NULL AND list = ANY(%(floor_lists)s::text[]){gate} RETURNING 1"
+    )
+
+
+def _insert_floors(s: str, gate: str = "") -> str:
+    return (
+        f"INSERT INTO {s}.list_floors (sid, list, version_from, floor) "
+        "SELECT %(sid)s, u.l, %(version)s, u.f "
+        f"FROM unnest(%(floor_lists)s::text[], %(floors)s::bytea[]) AS u(l, f){gate}"
+    )
+
+
+def _insert_rows(s: str, gate: str = "") -> str:
+    return (
+        f"INSERT INTO {s}.messages (sid, list, rank, version_from, msg_id, digest, body, "
+        "text, blobs) SELECT %(sid)s, u.l, u.k, %(version)s, u.i, u.d, u.b, u.t, u.r "
+        "FROM unnest(%(lists)s::text[], %(ranks)s::bytea[], %(ids)s::text[], "
+        "%(digests)s::bytea[], %(bodies)s::bytea[], %(texts)s::text[], %(refs)s::bytea[]) "
+        f"AS u(l, k, i, d, b, t, r){gate}"
+    )
+
+
+def _close_values(s: str, gate: str = "") -> str:
+    return (
+        f"UPDATE {s}.session_values SET version_to = %(version)s WHERE sid = %(sid)s "
+        f"AND version_to IS NULL AND name = ANY(%(names)s::text[]){gate} RETURNING 1"
+    )
+
+
+def _insert_values(s: str, gate: str = "") -> str:
+    return (
+        f"INSERT INTO {s}.session_values (sid, name, version_from, raw) "
+        "SELECT %(sid)s, u.n, %(version)s, u.r "
+        f"FROM unnest(%(value_names)s::text[], %(raws)s::bytea[]) AS u(n, r){gate}"
+    )
+
+
+def _insert_version(s: str, source: str = "") -> str:
+    return (
+        f"INSERT INTO {s}.versions (sid, version, committed_at, appended, replaced, "
+        "truncated, values_changed) SELECT %(sid)s, %(version)s, %(at)s, %(appended)s, "
+        f"%(replaced)s, %(truncated)s, %(values_changed)s{source}"
+    )
+
+
 def render(sql: str, schema: str) -> str:
     """``sql`` with ``{schema}`` replaced by the quoted schema name (already validated)."""
     return sql.replace("{schema}", f'"{schema}"')
@@ -286,18 +357,9 @@ class Queries:
         self.bump_or_fail = (
             f"WITH moved AS ({self.bump}) SELECT 1 / (SELECT count(*)::int FROM moved)"
         )
-        # One statement per list, its closed rows matched as whole keys: an index lookup on
-        # ``messages_live`` each (written as ``rank = ANY(...)``, or joined to an unnest of
-        # lists and ranks, a planner without statistics scans the session's rows). Every one
-        # must be live: fewer means the plan was made from ranks the store does not hold, and
-        # the statement fails with ``data_corrupted``.
         self.close_rows = (
-            f"WITH closed AS (UPDATE {s}.messages SET version_to = %(version)s "
-            "WHERE version_to IS NULL AND (sid, list, rank) IN "
-            "(SELECT %(sid)s::bigint, %(list)s::text, unnest(%(ranks)s::bytea[])) RETURNING 1) "
-            "SELECT CASE WHEN count(*) = %(count)s THEN 0 ELSE "
-            f"{s}.corrupt(count(*) || ' of the ' || %(count)s || ' rows the save closes are live') "
-            "END FROM closed"
+            f"WITH closed AS ({_close_rows(s)}) "
+            f"SELECT CASE {_unless_all_live(s, 'count(*)')} ELSE 0 END FROM closed"
         )
         self.list_ranks = _above_floors(
             s, "%(sid)s", "m.list, m.rank", names="unnest(%(lists)s::text[]) AS n(list)"
@@ -306,31 +368,11 @@ class Queries:
             f"SELECT list, floor FROM {s}.list_floors WHERE sid = %(sid)s "
             "AND list = ANY(%(lists)s::text[]) AND version_to IS NULL"
         )
-        self.close_floors = (
-            f"UPDATE {s}.list_floors SET version_to = %(version)s WHERE sid = %(sid)s "
-            "AND version_to IS NULL AND list = ANY(%(lists)s::text[])"
-        )
-        self.insert_floors = (
-            f"INSERT INTO {s}.list_floors (sid, list, version_from, floor) "
-            "SELECT %(sid)s, u.l, %(version)s, u.f "
-            "FROM unnest(%(lists)s::text[], %(floors)s::bytea[]) AS u(l, f)"
-        )
-        self.insert_rows = (
-            f"INSERT INTO {s}.messages (sid, list, rank, version_from, msg_id, digest, body, "
-            "text, blobs) SELECT %(sid)s, u.l, u.k, %(version)s, u.i, u.d, u.b, u.t, u.r "
-            "FROM unnest(%(lists)s::text[], %(ranks)s::bytea[], %(ids)s::text[], "
-            "%(digests)s::bytea[], %(bodies)s::bytea[], %(texts)s::text[], %(refs)s::bytea[]) "
-            "AS u(l, k, i, d, b, t, r)"
-        )
-        self.close_values = (
-            f"UPDATE {s}.session_values SET version_to = %(version)s WHERE sid = %(sid)s "
-            "AND version_to IS NULL AND name = ANY(%(names)s::text[])"
-        )
-        self.insert_values = (
-            f"INSERT INTO {s}.session_values (sid, name, version_from, raw) "
-            "SELECT %(sid)s, u.n, %(version)s, u.r "
-            "FROM unnest(%(names)s::text[], %(raws)s::bytea[]) AS u(n, r)"
-        )
+        self.close_floors = _close_floors(s)
+        self.insert_floors = _insert_floors(s)
+        self.insert_rows = _insert_rows(s)
+        self.close_values = _close_values(s)
+        self.insert_values = _insert_values(s)
         self.insert_blobs = (
             f"INSERT INTO {s}.blobs (tenant, digest, data) SELECT %(tenant)s, u.d, u.b "
             "FROM unnest(%(digests)s::bytea[], %(datas)s::bytea[]) AS u(d, b) "
@@ -340,11 +382,7 @@ class Queries:
             f"INSERT INTO {s}.blob_refs (tenant, digest, sid) SELECT %(tenant)s, d, %(sid)s "
             "FROM unnest(%(digests)s::bytea[]) AS d ON CONFLICT DO NOTHING"
         )
-        self.insert_version = (
-            f"INSERT INTO {s}.versions (sid, version, committed_at, appended, replaced, "
-            "truncated, values_changed) VALUES (%(sid)s, %(version)s, %(at)s, %(appended)s, "
-            "%(replaced)s, %(truncated)s, %(values_changed)s)"
-        )
+        self.insert_version = _insert_version(s)
         self.committed = (
             f"SELECT v.committed_at, x.sid FROM {s}.versions v "
             f"JOIN {s}.sessions x ON x.sid = v.sid "
@@ -458,53 +496,33 @@ class Queries:
 
     def _build_in_one(self, closes: int, floors: bool, values: bool) -> str:
         s = self._s
-        bumped = "(SELECT ok FROM ok) = 1"
+        bumped = " AND (SELECT ok FROM ok) = 1"
         parts = [
             f"moved AS ({self.bump})",
             "ok AS (SELECT 1 / (SELECT count(*)::int FROM moved) AS ok)",
         ]
         checks = []
-        for i in range(closes):
-            parts.append(
-                f"closed{i} AS (UPDATE {s}.messages SET version_to = %(version)s "
-                "WHERE version_to IS NULL AND (sid, list, rank) IN (SELECT %(sid)s::bigint, "
-                f"%(list{i})s::text, unnest(%(ranks{i})s::bytea[])) AND {bumped} RETURNING 1)"
-            )
-            found = f"(SELECT count(*) FROM closed{i})"
-            checks.append(
-                f"WHEN {found} <> %(count{i})s THEN {s}.corrupt('list ' || %(list{i})s || ': ' "
-                f"|| {found} || ' of the ' || %(count{i})s || ' rows the save closes are live')"
-            )
+        for i in map(str, range(closes)):
+            parts.append(f"closed{i} AS ({_close_rows(s, i, bumped)})")
+            checks.append(_unless_all_live(s, f"(SELECT count(*) FROM closed{i})", i))
         done = f"CASE {' '.join(checks)} ELSE 1 END" if checks else "1"
         parts.append(f"closed AS (SELECT {done} AS done)")
         if floors:
             parts += [
-                f"floors_closed AS (UPDATE {s}.list_floors SET version_to = %(version)s "
-                "WHERE sid = %(sid)s AND version_to IS NULL "
-                f"AND list = ANY(%(floor_lists)s::text[]) AND {bumped} RETURNING 1)",
-                f"floors_set AS (INSERT INTO {s}.list_floors (sid, list, version_from, floor) "
-                "SELECT %(sid)s, u.l, %(version)s, u.f "
-                "FROM unnest(%(floor_lists)s::text[], %(floors)s::bytea[]) AS u(l, f) "
-                f"WHERE (SELECT count(*) FROM floors_closed) >= 0 AND {bumped})",
+                f"floors_closed AS ({_close_floors(s, bumped)})",
+                "floors_set AS ("
+                + _insert_floors(s, f" WHERE (SELECT count(*) FROM floors_closed) >= 0{bumped}")
+                + ")",
             ]
         if values:
             parts += [
-                f"values_closed AS (UPDATE {s}.session_values SET version_to = %(version)s "
-                "WHERE sid = %(sid)s AND version_to IS NULL AND name = ANY(%(names)s::text[]) "
-                f"AND {bumped} RETURNING 1)",
-                f"values_set AS (INSERT INTO {s}.session_values (sid, name, version_from, raw) "
-                "SELECT %(sid)s, u.n, %(version)s, u.r "
-                "FROM unnest(%(value_names)s::text[], %(raws)s::bytea[]) AS u(n, r) "
-                f"WHERE (SELECT count(*) FROM values_closed) >= 0 AND {bumped})",
+                f"values_closed AS ({_close_values(s, bumped)})",
+                "values_set AS ("
+                + _insert_values(s, f" WHERE (SELECT count(*) FROM values_closed) >= 0{bumped}")
+                + ")",
             ]
         parts += [
-            f"put AS (INSERT INTO {s}.messages (sid, list, rank, version_from, msg_id, digest, "
-            "body, text, blobs) SELECT %(sid)s, u.l, u.k, %(version)s, u.i, u.d, u.b, u.t, u.r "
-            "FROM unnest(%(lists)s::text[], %(ranks)s::bytea[], %(ids)s::text[], "
-            "%(digests)s::bytea[], %(bodies)s::bytea[], %(texts)s::text[], %(refs)s::bytea[]) "
-            f"AS u(l, k, i, d, b, t, r) WHERE (SELECT done FROM closed) = 1 AND {bumped})",
-            f"logged AS (INSERT INTO {s}.versions (sid, version, committed_at, appended, "
-            "replaced, truncated, values_changed) SELECT %(sid)s, %(version)s, %(at)s, "
-            "%(appended)s, %(replaced)s, %(truncated)s, %(values_changed)s FROM ok)",
+            f"put AS ({_insert_rows(s, f' WHERE (SELECT done FROM closed) = 1{bumped}')})",
+            f"logged AS ({_insert_version(s, ' FROM ok')})",
         ]
         return f"WITH {', '.join(parts)} SELECT ok, done FROM ok, closed"
