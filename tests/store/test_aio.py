@@ -12,7 +12,6 @@ from agentledger.errors import ConflictError, SessionBusyError
 from agentledger.messages import Msg
 from agentledger.store import Ledger, MemoryStore
 from agentledger.store.aio import AsyncLedger
-from agentledger.store.planner import diff_list as planner_diff_list
 
 
 async def test_async_round_trip_and_conflict() -> None:
@@ -131,19 +130,12 @@ async def test_concurrent_saves_of_different_sessions() -> None:
 
 
 async def test_a_tracked_list_keeps_its_record_through_the_async_ledger(
-    monkeypatch: pytest.MonkeyPatch,
+    compared: list[int],
 ) -> None:
     ledger = AsyncLedger("memory://")
     await ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(50)])
     live = await ledger.tracked("s")
-    compared: list[int] = []
-    real = planner_diff_list
-
-    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
-        compared.append(len(new) - unchanged)
-        return real(committed, new, known, unchanged=unchanged)
-
-    monkeypatch.setattr("agentledger.store.ledger.diff_list", spy)
+    compared.clear()
     live.append(Msg.assistant("reply", id="r"))
     assert (await ledger.save("s", live)).appended == 1
     assert compared == [1]  # the list was passed as it is, its record intact

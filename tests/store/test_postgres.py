@@ -538,13 +538,10 @@ def test_eight_processes_append_to_eight_sessions(
         assert [v.appended for v in ledger.history(f"p{i}")] == [1] * 40
 
 
-@pytest.mark.slow
-def test_four_processes_contending_for_one_session_lose_nothing(
-    pg_url: str, schema: str, open_store: OpenStore
-) -> None:
-    Ledger(open_store()).save("hot", [Msg.user("start", id="start")])
+def _race(worker: str, pg_url: str, schema: str, *, saves: int) -> list[dict[str, Any]]:
+    """Four processes running ``pg.<worker>`` on session "hot" at once; their reports."""
     procs = [
-        pg.spawn("contender", url=pg_url, schema=schema, session="hot", tag=f"w{i}", saves=15)
+        pg.spawn(worker, url=pg_url, schema=schema, session="hot", tag=f"w{i}", saves=saves)
         for i in range(4)
     ]
     try:
@@ -552,6 +549,15 @@ def test_four_processes_contending_for_one_session_lose_nothing(
     finally:
         pg.reap(procs)
     assert all(r is not None for r in reports), reports
+    return [r for r in reports if r is not None]
+
+
+@pytest.mark.slow
+def test_four_processes_contending_for_one_session_lose_nothing(
+    pg_url: str, schema: str, open_store: OpenStore
+) -> None:
+    Ledger(open_store()).save("hot", [Msg.user("start", id="start")])
+    reports = _race("contender", pg_url, schema, saves=15)
     committed = [m for r in reports if r for m in r["committed"]]
     conflicted = {m for r in reports if r for m in r["conflicted"]}
     ledger = Ledger(open_store())
@@ -585,15 +591,7 @@ def test_four_processes_shifting_one_session_commit_exactly_what_each_saved(
     (never a corrupt-store error or a unique violation), and nothing else is stored."""
     start = [Msg.user(f"start {i}", id=f"start-{i}") for i in range(12)]
     Ledger(open_store()).save("hot", start)
-    procs = [
-        pg.spawn("shifter", url=pg_url, schema=schema, session="hot", tag=f"w{i}", saves=10)
-        for i in range(4)
-    ]
-    try:
-        reports = [pg.read_line(proc, timeout=120) for proc in procs]
-    finally:
-        pg.reap(procs)
-    assert all(r is not None for r in reports), reports
+    reports = _race("shifter", pg_url, schema, saves=10)
     saved = {version: ids for r in reports if r for version, ids in r["committed"]}
     assert sorted(saved) == list(range(2, 42))  # 40 commits, one version each
     record(

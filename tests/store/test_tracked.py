@@ -94,18 +94,11 @@ def test_every_save_commits_exactly_the_tracked_content(
     assert Ledger(ledger.store).messages("s") == list(live)
 
 
-def test_a_tracked_append_compares_no_committed_message(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tracked_append_compares_no_committed_message(compared: list[int]) -> None:
     ledger = Ledger("memory://")
     ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(1000)])
     live = ledger.tracked("s")
-    compared: list[int] = []
-    real = diff_list
-
-    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
-        compared.append(len(new) - unchanged)
-        return real(committed, new, known, unchanged=unchanged)
-
-    monkeypatch.setattr("agentledger.store.ledger.diff_list", spy)
+    compared.clear()
     live.append(Msg.assistant("reply", id="r"))
     assert ledger.save("s", live).appended == 1
     assert ledger.save("s", live).noop
@@ -122,7 +115,7 @@ def test_a_tracked_append_compares_no_committed_message(monkeypatch: pytest.Monk
 
 
 def test_load_tracked_hands_out_the_state_and_a_tracked_copy_of_one_list(
-    monkeypatch: pytest.MonkeyPatch,
+    compared: list[int],
 ) -> None:
     """One load: the state (values, version) and the list as a ``TrackedList`` that knows it
     is as stored, so its first save compares only what changed; changing the state's own list
@@ -130,14 +123,6 @@ def test_load_tracked_hands_out_the_state_and_a_tracked_copy_of_one_list(
     ledger = Ledger("memory://")
     msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(50)]
     ledger.save_state("s", lists={"context": msgs}, values={"k": 1})
-    compared: list[int] = []
-    real = diff_list
-
-    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
-        compared.append(len(new) - unchanged)
-        return real(committed, new, known, unchanged=unchanged)
-
-    monkeypatch.setattr("agentledger.store.ledger.diff_list", spy)
     for reader in (ledger, Ledger(ledger.store)):  # remembered, then read from the store
         state, live = reader.load_tracked("s")
         assert (state.version, state.values, list(live)) == (
