@@ -49,10 +49,7 @@ class AsyncLedger:
         self, session: str, *, tenant: str | None = None, version: int | None = None
     ) -> SessionState:
         def load_decoded() -> SessionState:
-            state = self.sync.load(session, tenant=tenant, version=version)
-            for msgs in state.lists.values():
-                decode_deferred(msgs)
-            return state
+            return _decoded(self.sync.load(session, tenant=tenant, version=version))
 
         return await asyncio.to_thread(load_decoded)
 
@@ -75,7 +72,13 @@ class AsyncLedger:
         self, session: str, name: str = CONTEXT, *, tenant: str | None = None
     ) -> TrackedList:
         """``Ledger.tracked``, decoded in the worker thread."""
-        return (await self.load_tracked(session, name, tenant=tenant))[1]
+
+        def tracked_decoded() -> TrackedList:
+            live = self.sync.tracked(session, name, tenant=tenant)
+            decode_deferred(live._items)
+            return live
+
+        return await asyncio.to_thread(tracked_decoded)
 
     async def load_tracked(
         self, session: str, name: str = CONTEXT, *, tenant: str | None = None
@@ -84,9 +87,7 @@ class AsyncLedger:
 
         def load_decoded() -> tuple[SessionState, TrackedList]:
             state, live = self.sync.load_tracked(session, name, tenant=tenant)
-            for msgs in state.lists.values():
-                decode_deferred(msgs)  # the tracked list holds the same messages
-            return state, live
+            return _decoded(state), live  # the tracked list holds the same messages
 
         return await asyncio.to_thread(load_decoded)
 
@@ -232,6 +233,13 @@ class AsyncLedger:
             yield
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
+
+
+def _decoded(state: SessionState) -> SessionState:
+    """``state`` with every message of every list decoded (in the calling worker thread)."""
+    for msgs in state.lists.values():
+        decode_deferred(msgs)
+    return state
 
 
 async def _enter_in_thread(manager: AbstractContextManager[None]) -> None:
