@@ -101,9 +101,8 @@ class _Run:
     checker: HistoryChecker = field(default_factory=HistoryChecker)  # what was sent passed
     pending: dict[str, Any] = field(default_factory=dict)
     version: int = 0
-    loaded: list[Msg] = field(default_factory=list)  # the context as the run loaded it
+    loaded: list[Msg] = field(default_factory=list)  # the loaded context, until ``_save`` reads it
     committed: set[str] = field(default_factory=set)  # ids announced (see ``_save``)
-    loaded_added: bool = False  # whether ``committed`` holds the ids of ``loaded``
     builder: ResponseBuilder | None = None
     interrupt: InterruptSource | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
@@ -482,9 +481,9 @@ class ReActAgent:
         those messages (a middleware's edit), so their ids are collected then, once. A message
         appended with the id of an earlier one is written as a row of its own, and announced."""
         changed_from = run.context.changed_from
-        if changed_from < len(run.loaded) and not run.loaded_added:
+        if changed_from < len(run.loaded):
             run.committed.update(m.id for m in run.loaded)
-            run.loaded_added = True
+            run.loaded = []  # collected once for the run
         report = await self.ledger.save_state(
             run.ctx.session_id,
             lists={"context": run.context},
