@@ -18,8 +18,10 @@ tool result, answer):
 Each system persists the shifted list the way its users would (``API``): agentledger saves the
 list; the JSON file is rewritten; the Agents SDK's ``SQLiteSession`` has no call but
 ``clear_session`` + ``add_items``; hermes has ``replace_messages``; LangGraph gets the edit as
-``RemoveMessage`` updates through ``graph.update_state``. After the last save, a fresh object
-reloads the session and its ids are checked against the shifted list.
+``RemoveMessage`` updates through ``graph.update_state``; the Agents SDK's ``SQLAlchemySession``
+and LangGraph's ``PostgresSaver`` do the same on the Postgres server agentledger's Postgres store
+uses, so that store is also judged against peers with its durability. After the last save, a
+fresh object reloads the session and its ids are checked against the shifted list.
 
 Bytes, per save: agentledger's ``SaveReport.bytes_written`` (message bodies it wrote); the bytes
 the process handed to ``write()`` (``/proc/self/io`` ``wchar``: where a whole-file rewrite shows);
@@ -83,6 +85,8 @@ SYSTEMS = (
     "hermes",
     "langgraph",
     "langgraph-delta",
+    "openai-agents-postgres",
+    "langgraph-postgres",
 )
 API = {
     "agentledger": "`ledger.save(session, shifted)` (the planner aligns the lists by digest)",
@@ -105,7 +109,14 @@ OUT = ROOT / "bench" / "out"
 
 # -- the child: one system, one size -----------------------------------------------------------
 def _api_key(name: str) -> str:
-    return "agentledger" if name.startswith("agentledger") else name.removesuffix("-delta")
+    """The API a system persists a shift with: the same on SQLite and on Postgres."""
+    if name.startswith("agentledger"):
+        return "agentledger"
+    return name.removesuffix("-delta").removesuffix("-postgres")
+
+
+def _on_postgres(name: str) -> bool:
+    return name.endswith("-postgres")
 
 
 def _shifted(kind: str, live: list[Any], extra: list[Any], i: int) -> list[Any]:
@@ -355,7 +366,9 @@ def _written(rec: dict[str, Any]) -> int:
 
 def targets(results: Any, n: int) -> list[dict[str, Any]]:
     """Per scenario and agentledger store at ``n`` messages: the ratio to the cheapest peer and
-    the bytes written, each judged against its target (None where a figure is missing)."""
+    the bytes written, each judged against its target (None where a figure is missing). A store
+    on Postgres is judged twice: against every peer (an un-fsynced local file included) and,
+    like for like, against the peers writing to the same server."""
     out = []
     for kind in SCENARIOS:
         peers = [
@@ -365,26 +378,33 @@ def targets(results: Any, n: int) -> list[dict[str, Any]]:
             and (rec := _scen(results, name, n, kind))
             and rec["ok"]
         ]
-        cheapest = min(peers) if peers else None
+        same_server = [p for p in peers if _on_postgres(p[1])]
         for name in (s for s in results if s.startswith("agentledger")):
             rec = _scen(results, name, n, kind)
-            x = cheapest[0] / rec["seconds"] if rec and cheapest else None
-            written = _written(rec) if rec else None
-            out.append(
-                {
-                    "scenario": kind,
-                    "system": name,
-                    "seconds": rec["seconds"] if rec else None,
-                    "ok": rec["ok"] if rec else None,
-                    "peer": cheapest[1] if cheapest else None,
-                    "peer_seconds": cheapest[0] if cheapest else None,
-                    "x": x,
-                    "x_met": None if x is None else x >= TARGET_X and rec["ok"],
-                    "written": written,
-                    "bytes_met": None if written is None else written <= TARGET_BYTES and rec["ok"],
-                }
-            )
+            out.append(_target(kind, name, rec, min(peers) if peers else None, "every peer"))
+            if _on_postgres(name) and same_server:
+                out.append(_target(kind, name, rec, min(same_server), "on the same server"))
     return out
+
+
+def _target(
+    kind: str, name: str, rec: dict[str, Any] | None, cheapest: Any, among: str
+) -> dict[str, Any]:
+    x = cheapest[0] / rec["seconds"] if rec and cheapest else None
+    written = _written(rec) if rec else None
+    return {
+        "scenario": kind,
+        "system": name,
+        "among": among,
+        "seconds": rec["seconds"] if rec else None,
+        "ok": rec["ok"] if rec else None,
+        "peer": cheapest[1] if cheapest else None,
+        "peer_seconds": cheapest[0] if cheapest else None,
+        "x": x,
+        "x_met": None if x is None else x >= TARGET_X and rec["ok"],
+        "written": written,
+        "bytes_met": None if written is None else written <= TARGET_BYTES and rec["ok"],
+    }
 
 
 # -- the markdown ------------------------------------------------------------------------------
@@ -439,16 +459,16 @@ def scenario_table(results: Any, sizes: list[int], kind: str) -> str:
 
 def targets_table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| shift | agentledger store | ms per save | reload exact | cheapest peer | its ms "
+        "| shift | agentledger store | ms per save | reload exact | peers | cheapest peer | its ms "
         "| x cheaper | ≥ 100x | bytes written | ≤ 64 KiB |",
-        "|---|---|---:|---|---|---:|---:|---|---:|---|",
+        "|---|---|---:|---|---|---|---:|---:|---|---:|---|",
     ]
     for r in rows:
         peer = _label(r["peer"]) if r["peer"] else "—"
         x = "—" if r["x"] is None else f"{r['x']:,.0f}x"
         lines.append(
             f"| {r['scenario']} | {_label(r['system'])} | {_ms(r['seconds'])} | "
-            f"{'—' if r['ok'] is None else 'yes' if r['ok'] else 'no'} | {peer} | "
+            f"{'—' if r['ok'] is None else 'yes' if r['ok'] else 'no'} | {r['among']} | {peer} | "
             f"{_ms(r['peer_seconds'])} | {x} | {_verdict(r['x_met'])} | {_bytes(r['written'])} "
             f"| {_verdict(r['bytes_met'])} |"
         )
@@ -529,13 +549,19 @@ def render(meta: dict[str, Any], results: Any) -> str:
         "ran on it during the save.\n"
     )
     rows = targets(results, n)
-    met = sum(1 for r in rows if r["x_met"] and r["bytes_met"])
+    every = [r for r in rows if r["among"] == "every peer"]
+    same = [r for r in rows if r["among"] != "every peer"]
+    met = sum(1 for r in every if r["x_met"] and r["bytes_met"])
+    same_met = sum(1 for r in same if r["x_met"] and r["bytes_met"])
     parts += [
         f"\n### Targets (issue 17), at {n:,} messages\n\n"
         f"Each shift at least {TARGET_X:.0f}x cheaper than the cheapest peer's way to express "
         "it (peers: every non-agentledger system above whose reload kept every id) and writing "
-        f"at most 64 KiB (judged on the largest of the three byte figures). {met} of "
-        f"{len(rows)} rows meet both.\n\n",
+        f"at most 64 KiB (judged on the largest of the three byte figures). Against every peer, "
+        f"{met} of {len(every)} rows meet both. The cheapest peer is the JSON file, which "
+        "neither fsyncs nor shares a session between hosts; a store on Postgres is therefore "
+        "also judged like for like, against the peers on the same server with the same "
+        f"durability: {same_met} of {len(same)} rows meet both.\n\n",
         targets_table(rows),
         "\n",
     ]

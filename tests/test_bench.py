@@ -178,6 +178,34 @@ def test_the_shifts_run_every_shift_and_write_their_section(tmp_path: Path) -> N
     assert all(r["peer"] == "json-file" and r["written"] for r in rows)
 
 
+def test_a_postgres_shift_is_judged_against_every_peer_and_those_on_its_server() -> None:
+    """A store on Postgres gets a second row per shift, against the cheapest peer on the same
+    server; a store on a file gets one; a peer whose reload came back wrong is no reference."""
+    from bench import shifts
+
+    def timed(seconds: float, ok: bool = True) -> dict[str, Any]:
+        scenarios = {kind: {"seconds": seconds, "ok": ok, "logical": 300} for kind in ("slide",)}
+        return {40: {"status": "ok", "scenarios": scenarios}}
+
+    results = {
+        "agentledger-sqlite": timed(0.0005),
+        "agentledger-postgres": timed(0.002),
+        "json-file": timed(0.08),
+        "openai-agents-postgres": timed(0.5),
+        "langgraph-postgres": timed(0.1, ok=False),  # cheaper, but it lost messages
+    }
+    rows = [
+        (r["system"], r["among"], r["peer"], round(r["x"]), r["x_met"])
+        for r in shifts.targets(results, 40)
+        if r["scenario"] == "slide"
+    ]
+    assert rows == [
+        ("agentledger-sqlite", "every peer", "json-file", 160, True),
+        ("agentledger-postgres", "every peer", "json-file", 40, False),
+        ("agentledger-postgres", "on the same server", "openai-agents-postgres", 250, True),
+    ]
+
+
 def test_the_postgres_targets_compare_with_the_peers_on_the_same_server() -> None:
     def grow(seconds: float) -> dict[str, Any]:
         return _result(grow={"append_seconds_mean": seconds, "complete": True})
