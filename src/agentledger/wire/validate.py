@@ -30,6 +30,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from operator import is_
 from typing import Literal
@@ -129,7 +130,9 @@ class _Validator:
         self.target = target
         self.start = start
         self.findings: list[Finding] = []
-        self.earlier = before.calls if before is not None else frozenset()  # all answered
+        # the calls of ``msgs[:start]``, all answered: read, never copied (a long history's
+        # calls would cost a copy per check)
+        self.earlier: AbstractSet[str] = before.calls.keys() if before is not None else set()
         self.started = before.started if before is not None else False  # a non-system message
         self.first_call: dict[str, int] = {}  # call id -> index of the first message calling it
         for i in range(start, len(msgs)):
@@ -145,7 +148,7 @@ class _Validator:
         self.findings.append(Finding(kind, i, self.msgs[i].id, call_id, text))
 
     def run(self) -> list[Finding]:
-        seen_calls = set(self.earlier)
+        earlier, seen_calls = self.earlier, set()  # seen: the calls from ``start`` on
         started = self.started
         for i in range(self.start, len(self.msgs)):
             msg = self.msgs[i]
@@ -162,7 +165,7 @@ class _Validator:
                 if starts_turn(self.msgs, i):
                     self.window = set()
                 for call in msg.tool_calls:
-                    if call.id in seen_calls:
+                    if call.id in earlier or call.id in seen_calls:
                         what = f"tool call id {call.id!r} was already used"
                         self.add(FindingKind.DUPLICATE_CALL_ID, i, call.id, what)
                     else:
@@ -224,12 +227,12 @@ def _invalid(findings: list[Finding], target: Target) -> HistoryError:
     return HistoryError(f"history is not valid for {target}: {findings[0]}{more}", findings)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Valid:
     """What a history that passed leaves to the messages after it."""
 
     msgs: list[Msg]  # its messages: the same objects, in order, are the same history
-    calls: frozenset[str]  # its tool-call ids, each answered (an unanswered call fails)
+    calls: dict[str, None]  # its tool-call ids, each answered (an unanswered call fails)
     started: bool  # it holds a message that starts the conversation (``anthropic``)
 
 
@@ -255,9 +258,10 @@ class HistoryChecker:
         self._passed: _Valid | None = None
 
     @property
-    def call_ids(self) -> frozenset[str]:
-        """The tool-call ids of the last history that passed (its results answer only them)."""
-        return self._passed.calls if self._passed is not None else frozenset()
+    def call_ids(self) -> AbstractSet[str]:
+        """The tool-call ids of the last history that passed (its results answer only them): a
+        read-only view, which the next check that passes brings up to date."""
+        return self._passed.calls.keys() if self._passed is not None else frozenset()
 
     def check(self, msgs: Sequence[Msg]) -> None:
         """Raise ``HistoryError`` (with ``.findings``) when ``validate`` finds anything."""
@@ -270,10 +274,10 @@ class HistoryChecker:
         findings = validator.run()
         if findings:
             raise _invalid(findings, self.target)
-        calls = validator.first_call.keys()
-        self._passed = _Valid(
-            msgs, before.calls.union(calls) if before else frozenset(calls), validator.started
-        )
+        # the calls grow in place: what the prefix left is kept, not copied
+        calls = before.calls if before is not None else {}
+        calls.update(dict.fromkeys(validator.first_call))
+        self._passed = _Valid(msgs, calls, validator.started)
 
 
 def _begins_with(msgs: list[Msg], prefix: list[Msg]) -> bool:
