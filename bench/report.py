@@ -373,6 +373,15 @@ def targets(results: Results, n: int) -> list[tuple[str, str, str]]:
     read_all = g(al, "reload", "read_all_seconds")
     json_load = g("json-file", "reload", "seconds")
     full_read = None if mine_reload is None or read_all is None else mine_reload + read_all
+    r = _ratio(read_all, json_load)
+    out.append(
+        (
+            "reading every message of a reload ≤ 1.0x `json.load` of the same bytes",
+            f"agentledger sqlite {ms(read_all)} vs `json.load` {ms(json_load)}: {times(r)} its "
+            "time",
+            verdict(None if r is None else r <= 1.0),
+        )
+    )
     r = _ratio(full_read, json_load)
     out.append(
         (
