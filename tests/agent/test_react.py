@@ -371,3 +371,32 @@ async def test_a_runs_first_check_walks_only_what_came_since_the_last_run(
     await agent.run("third", "s")
     assert starts == [0, 1, 3]  # each run checks from where the last check ended
     assert [m.text for m in await stored(ledger)][-3:] == [other.text, "third", "three"]
+
+
+async def test_the_model_is_sent_the_very_history_that_passed_the_check(
+    ledger: AsyncLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One immutable snapshot is checked and sent: nothing can change between the two, and a
+    model cannot change what the checker remembers as passed."""
+    from agentledger.wire import HistoryChecker
+
+    checked: list[object] = []
+    real_check = HistoryChecker.check
+
+    def check_and_keep(self: HistoryChecker, msgs):  # type: ignore[no-untyped-def]
+        checked.append(real_check(self, msgs))
+        return checked[-1]
+
+    monkeypatch.setattr(HistoryChecker, "check", check_and_keep)
+    agent, model = make_agent(ledger, [call_msg("Paris"), Msg.assistant("sunny")])
+    sent: list[object] = []
+    real_stream = model.stream
+
+    def stream(messages, **kw):  # type: ignore[no-untyped-def]
+        sent.append(messages)
+        return real_stream(messages, **kw)
+
+    monkeypatch.setattr(model, "stream", stream)
+    await agent.run("weather?", "s")
+    assert len(sent) == 2 and all(isinstance(m, tuple) for m in sent)
+    assert all(s is c for s, c in zip(sent, checked, strict=True))

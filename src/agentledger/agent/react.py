@@ -322,10 +322,10 @@ class ReActAgent:
                     _replace_context(run.context, edited)
             async for event in self._save(run):  # persist middleware edits before sending
                 yield event
-            run.checker.check(run.context)
+            sent = run.checker.check(run.context)
             run.builder = ResponseBuilder()
             call_ids = CallIds(run.checker.call_ids)
-            async for event in self._reason(run, call_ids):
+            async for event in self._reason(run, sent, call_ids):
                 yield event
             response = run.builder.response
             assert response is not None
@@ -360,7 +360,9 @@ class ReActAgent:
                 return
         yield RunFinished(None, "max_iters", run.version)
 
-    async def _reason(self, run: _Run, call_ids: CallIds) -> AsyncIterator[AgentEvent]:
+    async def _reason(
+        self, run: _Run, sent: Sequence[Msg], call_ids: CallIds
+    ) -> AsyncIterator[AgentEvent]:
         assert run.builder is not None
         yield ResponseStarted(run.builder.id)
         extra = run.ctx.instructions
@@ -368,7 +370,7 @@ class ReActAgent:
         server = [t.spec for t in self.tools.values()]
         client = [t for t in run.ctx.client_tools if t.name not in self.tools]
         stream = self.model.stream(
-            list(run.context), system=system, tools=[*server, *client], settings=self.settings
+            sent, system=system, tools=[*server, *client], settings=self.settings
         )
         try:
             while True:

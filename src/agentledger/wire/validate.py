@@ -122,7 +122,11 @@ class _Validator:
     """One pass over a history, tracking which calls are open, answered and seen."""
 
     def __init__(
-        self, msgs: list[Msg], target: Target, start: int = 0, before: _Valid | None = None
+        self,
+        msgs: Sequence[Msg],
+        target: Target,
+        start: int = 0,
+        before: _Valid | None = None,
     ) -> None:
         """Check ``msgs`` from ``start``; ``before`` is what the valid ``msgs[:start]`` left
         (see ``HistoryChecker``)."""
@@ -231,7 +235,7 @@ def _invalid(findings: list[Finding], target: Target) -> HistoryError:
 class _Valid:
     """What a history that passed leaves to the messages after it."""
 
-    msgs: list[Msg]  # its messages: the same objects, in order, are the same history
+    msgs: tuple[Msg, ...]  # its messages: the same objects, in order, are the same history
     calls: dict[str, None]  # its tool-call ids, each answered (an unanswered call fails)
     started: bool  # it holds a message that starts the conversation (``anthropic``)
 
@@ -263,9 +267,11 @@ class HistoryChecker:
         read-only view, which the next check that passes brings up to date."""
         return self._passed.calls.keys() if self._passed is not None else frozenset()
 
-    def check(self, msgs: Sequence[Msg]) -> None:
-        """Raise ``HistoryError`` (with ``.findings``) when ``validate`` finds anything."""
-        msgs = list(msgs)
+    def check(self, msgs: Sequence[Msg]) -> tuple[Msg, ...]:
+        """Raise ``HistoryError`` (with ``.findings``) when ``validate`` finds anything; else
+        return the history checked, as a tuple: the agent sends the model exactly that, so
+        nothing can change between the check and the request, and takes one copy, not two."""
+        msgs = tuple(msgs)
         before = self._passed
         if before is not None and not _begins_with(msgs, before.msgs):
             before = None
@@ -278,7 +284,8 @@ class HistoryChecker:
         calls = before.calls if before is not None else {}
         calls.update(dict.fromkeys(validator.first_call))
         self._passed = _Valid(msgs, calls, validator.started)
+        return msgs
 
 
-def _begins_with(msgs: list[Msg], prefix: list[Msg]) -> bool:
+def _begins_with(msgs: Sequence[Msg], prefix: Sequence[Msg]) -> bool:
     return len(msgs) >= len(prefix) and all(map(is_, msgs, prefix))
