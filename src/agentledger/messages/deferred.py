@@ -55,7 +55,7 @@ from agentledger.messages.slots import (
     set_usage,
 )
 
-__all__ = ["BATCH", "decode_deferred", "fill", "fill_one"]
+__all__ = ["BATCH", "all_decoded", "decode_deferred", "fill", "fill_one"]
 
 #: Messages of one load decoded together, on the first read of any of them (see ``fill``).
 BATCH = 64
@@ -164,6 +164,11 @@ _SETTERS = tuple(
 
 
 _pending = attrgetter("_stored")
+
+
+def all_decoded(msgs: Sequence[Any]) -> bool:
+    """Whether no message of ``msgs`` still waits to be decoded."""
+    return not any(map(_pending, msgs))
 
 
 def decode_deferred(msgs: Sequence[Any]) -> None:

@@ -16,9 +16,8 @@ from typing import Any
 
 from agentledger.errors import SessionBusyError
 from agentledger.messages import Msg
-from agentledger.messages.codec import decode_deferred
 from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo
-from agentledger.store.ids import DEFAULT_TENANT
+from agentledger.store.ids import DEFAULT_TENANT, check_list_name
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
 from agentledger.store.tracked import TrackedList
@@ -48,10 +47,9 @@ class AsyncLedger:
     async def load(
         self, session: str, *, tenant: str | None = None, version: int | None = None
     ) -> SessionState:
-        def load_decoded() -> SessionState:
-            return _decoded(self.sync.load(session, tenant=tenant, version=version))
-
-        return await asyncio.to_thread(load_decoded)
+        """``Ledger.load``, every message decoded in the worker thread."""
+        key = self.sync.key(session, tenant)
+        return await asyncio.to_thread(self.sync._load, key, version, decode=True)
 
     async def messages(
         self,
@@ -61,35 +59,29 @@ class AsyncLedger:
         tenant: str | None = None,
         version: int | None = None,
     ) -> list[Msg]:
-        def messages_decoded() -> list[Msg]:
-            msgs = self.sync.messages(session, name, tenant=tenant, version=version)
-            decode_deferred(msgs)
-            return msgs
-
-        return await asyncio.to_thread(messages_decoded)
+        """``Ledger.messages``, decoded in the worker thread."""
+        key = self.sync.key(session, tenant)
+        state = await asyncio.to_thread(self.sync._load, key, version, decode=name)
+        return state.lists.get(name, [])
 
     async def tracked(
         self, session: str, name: str = CONTEXT, *, tenant: str | None = None
     ) -> TrackedList:
         """``Ledger.tracked``, decoded in the worker thread."""
-
-        def tracked_decoded() -> TrackedList:
-            live = self.sync.tracked(session, name, tenant=tenant)
-            decode_deferred(live._items)
-            return live
-
-        return await asyncio.to_thread(tracked_decoded)
+        return (await self._load_tracked(session, name, tenant, decode=name))[1]
 
     async def load_tracked(
         self, session: str, name: str = CONTEXT, *, tenant: str | None = None
     ) -> tuple[SessionState, TrackedList]:
-        """``Ledger.load_tracked``, decoded in the worker thread."""
+        """``Ledger.load_tracked``, every message decoded in the worker thread (the tracked
+        list holds the same messages as the state)."""
+        return await self._load_tracked(session, name, tenant, decode=True)
 
-        def load_decoded() -> tuple[SessionState, TrackedList]:
-            state, live = self.sync.load_tracked(session, name, tenant=tenant)
-            return _decoded(state), live  # the tracked list holds the same messages
-
-        return await asyncio.to_thread(load_decoded)
+    async def _load_tracked(
+        self, session: str, name: str, tenant: str | None, *, decode: bool | str
+    ) -> tuple[SessionState, TrackedList]:
+        key, name = self.sync.key(session, tenant), check_list_name(name)
+        return await asyncio.to_thread(self.sync._load_tracked, key, name, decode=decode)
 
     async def save(
         self,
@@ -233,13 +225,6 @@ class AsyncLedger:
             yield
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
-
-
-def _decoded(state: SessionState) -> SessionState:
-    """``state`` with every message of every list decoded (in the calling worker thread)."""
-    for msgs in state.lists.values():
-        decode_deferred(msgs)
-    return state
 
 
 async def _enter_in_thread(manager: AbstractContextManager[None]) -> None:

@@ -111,6 +111,9 @@ class Head:
     #: Every value's canonical bytes, when the ledger knows them all (from a load, kept up by
     #: its saves); None otherwise. A store never fills it.
     raw_values: dict[str, bytes] | None = None
+    #: The lists of ``messages`` whose every message is known to be decoded (a message once
+    #: decoded stays so), which a decoding load need not walk again. A store never fills it.
+    decoded: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
