@@ -14,11 +14,12 @@ History sent to the model is validated first (``wire.HistoryChecker``), the syst
 passed separately and never stored, and private metadata never reaches the provider.
 
 Within a run, a step costs what it adds, not what the session holds: the context is a
-``TrackedList``, so each save compares it from its first changed position, and the checker
-walks only the messages added since the last history it passed. What stays proportional to the
-session is what must be: the request sent to the model, which carries the whole context, and
-the first save of a run, which compares the context whole (in C). From run to run, the ledger
-hands out the messages it remembers while the session is at the version it last saw, and the
+``TrackedList`` known to be as stored from the load on, so each save compares it from its
+first changed position, and the checker walks only the messages added since the last history
+it passed. What stays proportional to the session is what must be: the request sent to the
+model, which carries the whole context (one snapshot per call, the very tuple the checker
+passed, whose prefix it confirms by identity in C). From run to run, the ledger hands out the
+messages it remembers, decoded, while the session is at the version it last saw, and the
 agent keeps each session's history checker, so the first check of a run walks only what came
 since the last run.
 """
