@@ -319,6 +319,32 @@ def test_purge_collects_unreferenced_blobs(ledgers: Callable[[], Ledger], root: 
     assert [p for p in blobs.iterdir() if not p.name.startswith(".")] == []
 
 
+def test_a_load_searches_bodies_for_media_only_when_the_tenant_stored_some(
+    ledgers: Callable[[], Ledger], root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No blob under the tenant: no body can reference one, and the load does not look; once
+    one is stored, loads of its sessions (any of them) look again, and restore it."""
+    from agentledger.store import loading
+
+    searched: list[int] = []
+    real = loading.media.has_refs
+
+    def has_refs(body: bytes) -> bool:
+        searched.append(len(body))
+        return real(body)
+
+    monkeypatch.setattr(loading.media, "has_refs", has_refs)
+    picture = Msg.user(
+        ImageBlock(media_type="image/png", data=b"\x89" * 5000), id="p", created_at=None
+    )
+    ledgers().save("s", _msgs(3))
+    ledgers().save("pictures", [picture], tenant="b")  # blobs of another tenant
+    assert ledgers().messages("s") == _msgs(3) and searched == []
+    ledgers().save("pictures", [picture])
+    assert ledgers().messages("s") == _msgs(3) and searched  # looked, found none
+    assert ledgers().messages("pictures") == [picture]
+
+
 # -- ids ----------------------------------------------------------------------------------------
 HOSTILE = ["../../etc/passwd", "a/b", "A", "a", "%41", "..", ".", "~x", "x" * 256, "y" * 255,
            "ünï 码 🚀", "C:\\windows", "a\\b", "-rf", "_blobs", "s.lock", "s.jsonl"]  # fmt: skip

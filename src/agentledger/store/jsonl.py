@@ -35,6 +35,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -56,7 +57,7 @@ from agentledger.store.base import (
 )
 from agentledger.store.cursor import Keyset, newest_first
 from agentledger.store.ids import path_component
-from agentledger.store.jsonl_blobs import BLOBS, collect_blobs, refs_in, write_blobs
+from agentledger.store.jsonl_blobs import BLOBS, collect_blobs, holds_blobs, refs_in, write_blobs
 from agentledger.store.jsonl_compact import compacted, live_bytes
 from agentledger.store.jsonl_files import (
     ensure_dir,
@@ -282,7 +283,13 @@ class JsonlStore(Store):
             if log is None or log.version == 0:
                 return None
             check_version(version, log.oldest, log.version)
-            return log.state(log.version if version is None else version)
+            state = log.state(log.version if version is None else version)
+        if holds_blobs(self._tenant_dir(key.tenant) / BLOBS):
+            return state
+        # no blob stored for the tenant: no body can reference one, so the loader need not
+        # search every body for references (a body that still names one fails its digest
+        # check on first read, as any damaged body does)
+        return replace(state, may_have_media=False)
 
     @_typed
     def read_media(self, key: SessionKey, digests: Sequence[bytes]) -> dict[bytes, bytes]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from agentledger.store.jsonl_files import flock, fsync_dir, replace_file
 from agentledger.store.media import blob_refs
 
-__all__ = ["BLOBS", "collect_blobs", "refs_in", "write_blobs"]
+__all__ = ["BLOBS", "collect_blobs", "holds_blobs", "refs_in", "write_blobs"]
 
 BLOBS = "_blobs"  # never a session file: those end in .jsonl / .lock
 _NAME = re.compile(r"[0-9a-f]{32}")
@@ -30,6 +30,17 @@ _STALE_TMP_SECONDS = 3600
 def refs_in(data: bytes) -> set[bytes]:
     """Digests of the blobs ``data`` (a body, or a whole log) may reference (a superset)."""
     return set(blob_refs(data))
+
+
+def holds_blobs(blobs: Path) -> bool:
+    """Whether the blob directory ``blobs`` holds any blob (it stops at the first). Read after
+    a log, it tells whether what that log holds may reference one: a save writes its blobs
+    before the commit that references them, and collection keeps what a log references."""
+    try:
+        with os.scandir(blobs) as entries:
+            return any(_NAME.fullmatch(entry.name) for entry in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def write_blobs(blobs: Path, media: dict[bytes, bytes]) -> None:
