@@ -125,6 +125,11 @@ def _advance_list(head: Head, write: ListWrite, planned: _Planned) -> None:
         head.decoded.discard(name)
 
 
+def _decodes(decode: bool | str, name: str) -> bool:
+    """Whether a load asked to ``decode`` (see ``Ledger._load``) decodes the list ``name``."""
+    return decode is True or name == decode
+
+
 def _rank_plan(key: SessionKey, head: Head, name: str, diff: ListDiff) -> RankPlan:
     """The ranks of a list write to a ``ranked`` store (see ``ranks``)."""
     old = head.ranks.get(name, [])
@@ -276,7 +281,7 @@ class Ledger:
                 raise SessionNotFoundError(f"no session {key.session!r} for tenant {key.tenant!r}")
             return SessionState()
         state = self._decode(key, stored)
-        walked = {n for n in state.lists if decode is True or n == decode}
+        walked = {n for n in state.lists if _decodes(decode, n)}
         for name in walked:
             decode_deferred(state.lists[name])
         if version is None:
@@ -324,7 +329,7 @@ class Ledger:
             walk = {
                 name: head.messages[name]
                 for name in lists
-                if (decode is True or name == decode) and name not in head.decoded
+                if _decodes(decode, name) and name not in head.decoded
             }
         state = SessionState(head.version, lists, self._values(key, raw_values))
         for name in walk:
