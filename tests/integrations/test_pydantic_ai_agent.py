@@ -130,6 +130,9 @@ async def test_history_processor_edits_are_persisted_and_the_original_stays_in_h
     # the prompt as typed was saved before the processor ran, and is still readable there
     assert "hunter2" in as_json(history.load(version=1)).decode()
     assert any(step.replaced for step in ledger.history("s"))
+    # and no later save put it back (a result's ``conversation`` still holds it since 2.78)
+    later = [step.version for step in ledger.history("s")][1:]
+    assert all("hunter2" not in as_json(history.load(version=v)).decode() for v in later)
     second = await agent.run("weather in Rome", message_history=stored, capabilities=caps)
     assert as_json(history.load()) == as_json(second.all_messages())
 

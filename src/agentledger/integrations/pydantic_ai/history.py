@@ -17,9 +17,11 @@ pydantic-ai 2.68 lets code join a run as a *capability* (``Agent(capabilities=[.
 (``RunContext.messages``) before each model request (so the new prompt is stored before the
 model is called), after every step of the run (each model response, each round of tool
 results), and once more when the run ends, whether it ends by returning, raising or being
-cancelled, so a crash mid-run loses at most the step in flight (the last save stores the run's
-whole ``Conversation``). What it saves is what the history processors left, which is what the
-model saw. A run given no history on a session that holds one is refused before it starts,
+cancelled, so a crash mid-run loses at most the step in flight (the last save also stores the
+usage, id and deferred tool calls of the run's ``Conversation``). What it saves is what the
+history processors left, which is what the model saw, on every pydantic-ai version: 2.78 keeps
+the unprocessed history in a result's ``conversation``, and ``save_conversation`` says why that
+one is not stored. A run given no history on a session that holds one is refused before it starts,
 since saving it would replace the session with that run alone.
 """
 
@@ -135,14 +137,25 @@ class LedgerHistory:
         *,
         expected_version: int | None = None,
     ) -> SaveReport:
-        """Store a ``Conversation`` (or a run result's): its messages as ``save`` does, and its
-        usage, id and deferred tool calls as the session value ``"pydantic_ai"``, in one commit."""
-        if not isinstance(conversation, Conversation):
+        """Store a ``Conversation``: its messages as ``save`` does, and its usage, id and
+        deferred tool calls as the session value ``"pydantic_ai"``, in one commit.
+
+        Given a run result, the messages stored are the run's history as the run left it
+        (``all_messages()``, what ``save`` and ``PersistHistory`` store during the run: what a
+        history processor rewrote, as the model saw it), and the rest comes from its
+        ``conversation``. Since pydantic-ai 2.78 a result's ``conversation`` holds the history
+        from before any processor ran; storing that would undo, as the newest version, an edit
+        the run's own steps had already saved (a redaction, a trim). The replaced messages stay
+        in the ledger's history either way."""
+        if isinstance(conversation, Conversation):
+            messages = conversation.messages
+        else:
+            messages = conversation.all_messages()
             conversation = conversation.conversation
         rest = _conversation_type().dump_json(conversation, exclude=_NOT_KEPT).decode()
         return self.ledger.save_state(
             self.session,
-            lists={self.name: to_msgs(conversation.messages, conversions=self._conversions)},
+            lists={self.name: to_msgs(messages, conversions=self._conversions)},
             values={CONVERSATION_VALUE: rest},
             tenant=self.tenant,
             expected_version=expected_version,
