@@ -65,7 +65,7 @@ WRITE_DEADLINE = 10.0
 #: with 1, 2 and 4 KiB pages: reloading the benchmark's 12,000 messages took 45, 36 and 31 ms;
 #: in the session of ``test_bytes_written_follow_the_change`` (2,000 messages) a turn appended
 #: 18, 28 and 47 KiB of WAL on average and an edit 13, 18 and 36 KiB. Files made with another
-#: page size keep theirs.
+#: page size keep theirs; ``agentledger migrate`` into a new file moves every version across.
 PAGE_SIZE = 2048
 _MAX_BACKOFF = 0.1
 _IDLE_READERS = 8
