@@ -558,6 +558,28 @@ def test_purge_collects_blobs_only_history_used(open_ledger: OpenLedger, db_path
         open_ledger().load("s", version=1)
 
 
+def test_a_file_made_with_other_pages_keeps_them_and_works(
+    db_path: Path, open_ledger: OpenLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # files written before new files moved to 2 KiB pages hold 1 KiB pages; only new files
+    # take PAGE_SIZE, and the full-text index keeps the leaf size it was made with
+    with monkeypatch.context() as patched:
+        patched.setattr(sqlite_db, "PAGE_SIZE", 1024)
+        older = Ledger(SqliteStore(db_path))
+        older.save("s", sample_conversation(30))
+        older.close()
+    msgs = open_ledger().messages("s")
+    grown = [*msgs, *turn(100, result_size=3000)]  # bodies larger than a page
+    assert open_ledger().save("s", grown).appended == 4
+    assert open_ledger().messages("s") == grown
+    found = {hit.msg_id for hit in open_ledger().search("ledger", limit=1000)}
+    assert {"u000100", "t000100", "f000100"} <= found  # the new rows are indexed too
+    assert _sql(db_path, "PRAGMA page_size") == [(1024,)]
+    assert _sql(db_path, "SELECT v FROM messages_fts_config WHERE k = 'pgsz'") == [(1024 - 64,)]
+    assert _sql(db_path, "PRAGMA integrity_check") == [("ok",)]
+    assert open_ledger().store.check_integrity() == []
+
+
 # -- write cost --------------------------------------------------------------------------------
 def test_bytes_written_follow_the_change(open_ledger: OpenLedger, db_path: Path) -> None:
     msgs = sample_conversation(500, result_size=1000)  # 2,000 messages
