@@ -33,6 +33,7 @@ from agentledger.store import (
     StoredMsg,
     open_store,
     sqlite_db,
+    sqlite_rows,
 )
 from agentledger.store import sqlite as sqlite_module
 from agentledger.store.sqlite import SqliteStore
@@ -687,6 +688,40 @@ def test_a_file_that_is_not_a_database(db_path: Path) -> None:
             Ledger(store)
     finally:
         store.close()
+
+
+def test_a_session_committed_between_the_two_key_lookups_is_not_damage(
+    open_ledger: OpenLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a reliability run: a reader polled a session's version while another process
+    # made its first save; the first index found nothing, the second (another statement) found
+    # the new row, and the healthy file was reported as CorruptStoreError. Both lookups now
+    # see one snapshot, so the session is simply not there yet.
+    reader, writer = open_ledger(), open_ledger()
+    reader.save("other", [Msg.user("x", id="x")])
+    second_lookup = sqlite_rows._other_sid
+    raced = []
+
+    def commit_in_between(conn: sqlite3.Connection, tenant: str, session: str) -> object:
+        if not raced:
+            raced.append(True)
+            writer.save("s", [Msg.user("hi", id="h")])  # another connection commits
+        return second_lookup(conn, tenant, session)
+
+    monkeypatch.setattr(sqlite_rows, "_other_sid", commit_in_between)
+    assert reader.version("s") == 0
+    assert raced
+    monkeypatch.undo()
+    assert reader.version("s") == 1
+
+
+def test_the_key_lookup_refuses_to_run_outside_a_transaction(db_path: Path) -> None:
+    Ledger(f"sqlite:///{db_path}").save("s", _three())
+    with closing(sqlite3.connect(db_path, isolation_level=None)) as conn:
+        with pytest.raises(RuntimeError, match="transaction"):
+            sqlite_rows.find_session(conn, "default", "s", "sid", "i", "here")
+        conn.execute("BEGIN")
+        assert sqlite_rows.find_session(conn, "default", "s", "sid", "i", "here") == (1,)
 
 
 # -- the shared suites -------------------------------------------------------------------------

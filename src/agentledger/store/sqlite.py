@@ -252,7 +252,7 @@ class SqliteStore(Store):
 
     @_translated
     def read_stamp(self, key: SessionKey) -> tuple[str, int]:
-        with self._read() as conn:
+        with self._read(snapshot=True) as conn:  # ``find_session`` may ask twice
             row = self._find(conn, key, "sid, created_at, version", "iii")
         return (incarnation(row[0], row[1]), row[2]) if row else ("", 0)
 
@@ -369,7 +369,7 @@ class SqliteStore(Store):
         found: dict[bytes, bytes] = {}
         wanted = list(dict.fromkeys(digests))
         where = f"{self.location} {key.tenant} blobs"
-        with self._read() as conn:
+        with self._read(snapshot=True) as conn:  # every chunk from the same commit
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
@@ -433,7 +433,8 @@ class SqliteStore(Store):
         if not match or limit <= 0:
             return []
         self._flush_fts()
-        with self._read() as conn:
+        # one snapshot: each hit's position is counted in the version the hit was found in
+        with self._read(snapshot=True) as conn:
             rows = conn.execute(
                 "SELECT s.session, m.sid, m.list, m.rank, f.floor, m.msg_id, "
                 "snippet(messages_fts, 0, '', '', '…', 16) "

@@ -53,8 +53,12 @@ def find_session(
 
     The row is found through the ``(tenant, session)`` index and its sid confirmed through the
     ``(session, tenant)`` one: a damaged key in either cannot hide a session, or hand out
-    another session's row, without ``CorruptStoreError``.
+    another session's row, without ``CorruptStoreError``. ``conn`` must be in a transaction:
+    when the first index finds nothing the second is asked in another statement, and outside
+    a transaction a session committed between the two would look like a damaged index.
     """
+    if not conn.in_transaction:
+        raise RuntimeError("find_session needs a transaction (one snapshot for both lookups)")
     row = conn.execute(
         f"SELECT {columns}, (SELECT sid FROM sessions INDEXED BY sessions_by_id "
         "WHERE session = ?2 AND tenant = ?1) FROM sessions "
