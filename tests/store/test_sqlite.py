@@ -715,8 +715,10 @@ def test_a_session_committed_between_the_two_key_lookups_is_not_damage(
     assert reader.version("s") == 1
 
 
-def test_the_key_lookup_refuses_to_run_outside_a_transaction(db_path: Path) -> None:
-    Ledger(f"sqlite:///{db_path}").save("s", _three())
+def test_the_key_lookup_refuses_to_run_outside_a_transaction(
+    open_ledger: OpenLedger, db_path: Path
+) -> None:
+    open_ledger().save("s", _three())
     with closing(sqlite3.connect(db_path, isolation_level=None)) as conn:
         with pytest.raises(RuntimeError, match="transaction"):
             sqlite_rows.find_session(conn, "default", "s", "sid", "i", "here")
