@@ -134,6 +134,7 @@ class SqliteStore(Store):
     """
 
     ranked = True
+    stamp_before_commit = False  # ``commit`` checks version and incarnation under the write lock
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "normal") -> None:
         if synchronous.lower() not in ("normal", "full"):
