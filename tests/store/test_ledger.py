@@ -111,6 +111,44 @@ def test_with_expected_version_the_first_lost_race_is_reported() -> None:
     assert [m.text for m in Ledger(store).messages("s")] == ["other"]
 
 
+def test_a_save_reads_nothing_before_its_commit_and_a_stale_one_is_planned_again(
+    persistent_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit checks, under the write lock, the version and incarnation the save was
+    planned at, so a save plans from the ledger's cache without reading the session first.
+    When another writer moved the session, or deleted and created it again, the commit refuses
+    and the save is planned again on what was committed: nothing of the other writer's is
+    lost, and ``expected_version`` still refuses."""
+    mine, other = Ledger(persistent_url), Ledger(persistent_url)
+    reads: list[str] = []
+    for name in ("read_stamp", "read_head"):
+        real = getattr(mine.store, name)
+        monkeypatch.setattr(
+            mine.store, name, lambda key, real=real, name=name: reads.append(name) or real(key)
+        )
+    a, b, c, d = (Msg.user(x, id=x) for x in "abcd")
+    mine.save("s", [a])
+    reads.clear()
+    assert mine.save("s", [a, b]).version == 2
+    assert reads == []
+
+    other.save("s", [a, b, c])  # version 3, which mine has not seen
+    assert mine.save("s", [a, b, d]).version == 4
+    assert reads == ["read_head"]  # once, after the commit refused the stale plan
+    assert [m.id for m in other.messages("s", version=3)] == ["a", "b", "c"]
+    assert [m.id for m in other.messages("s")] == ["a", "b", "d"]
+
+    other.delete("s")
+    other.save("s", [c])  # the same id, a new session at version 1
+    with pytest.raises(ConflictError):
+        mine.save("s", [a, b, d, c], expected_version=4)
+    assert mine.save("s", [c, d]).version == 2
+    assert [v.version for v in other.history("s")] == [1, 2]
+    assert [m.id for m in other.messages("s", version=1)] == ["c"]
+    mine.close()
+    other.close()
+
+
 def test_saving_a_reloaded_context_without_user_text_decodes_no_message() -> None:
     store = MemoryStore()
     msgs = [Msg.system("rules"), *(Msg.assistant(f"step {i}") for i in range(2000))]

@@ -125,6 +125,8 @@ class JsonlStore(Store):
     rewrites a log when its dead bytes exceed ``compaction_ratio`` times its live bytes.
     """
 
+    stamp_before_commit = False  # ``commit`` checks version and incarnation under the lock
+
     def __init__(
         self,
         root: Path | str,
