@@ -42,6 +42,7 @@ from tests.messages.strategies import (
     assert_round_trip,
     assert_same,
     constructor_calls,
+    metadata,
     wild_values,
 )
 
@@ -269,6 +270,22 @@ def test_a_frozen_map_built_directly_keeps_no_list_of_its_caller() -> None:
     assert meta["tags"] == ("a",) and meta["nested"]["l"] == (1,)
     assert type(meta["nested"]) is FrozenMap
     assert freeze(meta) is meta  # already frozen: passed through, safely
+
+
+@given(metadata)
+def test_a_frozen_map_reads_like_the_dict_it_froze(value: dict[str, Any]) -> None:
+    frozen = FrozenMap(value)
+    assert thaw(frozen) == value and type(thaw(frozen)) is dict
+    assert len(frozen) == len(value) and list(frozen.keys()) == list(value)
+    assert list(frozen.items()) == [(key, frozen[key]) for key in value]
+    assert list(frozen.values()) == [frozen[key] for key in value]
+    for key in [*value, "absent"]:
+        assert (key in frozen) == (key in value)
+        assert frozen.get(key, "default") == (frozen[key] if key in value else "default")
+    for view in (frozen.keys(), frozen.values(), frozen.items()):
+        with pytest.raises(TypeError):
+            view.mapping["added"] = 1  # type: ignore[attr-defined]
+    assert len(frozen) == len(value)
 
 
 def test_seed_000_an_edit_after_a_save_is_never_a_stale_no_op() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from agentledger.errors import CodecError
@@ -84,6 +84,23 @@ class FrozenMap(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+    # The ``Mapping`` mixins, answered by the dict itself (the mixins run Python code per call;
+    # these run on every message a converter reads). The views are read-only.
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self._data.values()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._data.items()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenMap):
@@ -205,8 +222,19 @@ def freeze_map(value: Any, where: str = "$") -> FrozenMap:
     return _freeze(value, where, 0)  # type: ignore[no-any-return]
 
 
+_FLAT = frozenset((str, float, bool, type(None)))
+_SCALARS = _FLAT | {int}
+
+
 def thaw(value: Any) -> Any:
     """A plain, mutable copy of a frozen tree: dicts, lists and ``bytes``."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is FrozenMap:
+        return {key: thaw(item) for key, item in value._data.items()}
+    if kind is tuple:
+        return [thaw(item) for item in value]
     if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, tuple):
@@ -223,9 +251,6 @@ def json_enc_hook(obj: Any) -> Any:
     if isinstance(obj, FrozenMap):
         return obj.to_json_obj()
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
-
-
-_FLAT = frozenset((str, float, bool, type(None)))
 
 
 def json_dec_hook(type_: type, obj: Any) -> Any:
