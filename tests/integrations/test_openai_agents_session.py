@@ -237,6 +237,40 @@ async def test_pop_and_clear_are_new_versions(tmp_path: Path) -> None:
         assert ledger.messages("v") == []
 
 
+async def test_a_change_asks_the_store_only_after_another_writer_moved_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change commits at the version the session last saw, without reading the store first;
+    when another process committed since, the commit is refused and the change applied again
+    to what was committed: nothing of either writer is lost, and ``pop_item`` pops the item
+    that was committed last, not the last one this session had seen."""
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    with Ledger(url) as mine_ledger, Ledger(url) as other_ledger:
+        mine, other = LedgerSession("s", mine_ledger), LedgerSession("s", other_ledger)
+        await mine.add_items(_chat("a"))
+        asked: list[str] = []
+        for name in ("version", "load"):
+            real = getattr(mine_ledger, name)
+            monkeypatch.setattr(
+                mine_ledger,
+                name,
+                lambda *a, real=real, name=name, **k: asked.append(name) or real(*a, **k),
+            )
+        await mine.add_items(_chat("b"))
+        assert asked == []
+
+        await other.add_items(_chat("c"))
+        await mine.add_items(_chat("d"))
+        assert asked == ["version", "load"]
+        assert [i["content"] for i in await other.get_items()] == ["a", "b", "c", "d"]
+
+        await other.add_items(_chat("e"))
+        popped = await mine.pop_item()
+        assert popped is not None and popped["content"] == "e"
+        assert [i["content"] for i in await other.get_items()] == ["a", "b", "c", "d"]
+        assert mine.version == other.version == 6
+
+
 async def test_appends_write_only_the_new_rows() -> None:
     with Ledger("memory://") as ledger:
         session = LedgerSession("grow", ledger)

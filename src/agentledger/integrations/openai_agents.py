@@ -128,8 +128,9 @@ class LedgerSession:
             hashes = [_item_hash(item) for item in items]
 
             def unchanged(i: int, item: Any) -> Msg | None:
-                same = i < len(msgs) and self._hashes.get(msgs[i].digest) == hashes[i]
-                return msgs[i] if same and hashes[i] is not None else None
+                if i >= len(msgs) or hashes[i] is None:
+                    return None
+                return msgs[i] if self._hash_of(msgs[i]) == hashes[i] else None
 
             new = from_responses(items, ids="derived", known=unchanged)
             for i, (msg, old) in enumerate(zip(new, msgs, strict=False)):
@@ -174,14 +175,20 @@ class LedgerSession:
             if digest is not None:
                 self._hashes[msg.digest] = digest
 
+    def _hash_of(self, msg: Msg) -> bytes | None:
+        """The hash of the item ``msg`` gives (None if it gives several or none), remembered:
+        a message read from the store is converted once, by the first ``set_items`` that
+        needs it, not by every reload."""
+        known = self._hashes.get(msg.digest)
+        if known is None:
+            items = to_responses([msg])
+            if len(items) == 1:
+                known = self._hashes[msg.digest] = _item_hash(items[0])
+        return known
+
     def _tail(self, limit: int | None) -> list[dict[str, Any]]:
         if limit is None:
-            items = to_responses(self._msgs)
-            if len(items) == len(self._msgs) and any(
-                m.digest not in self._hashes for m in self._msgs
-            ):
-                self._remember(self._msgs, items)
-            return items
+            return to_responses(self._msgs)
         if limit <= 0:
             return []
         items: list[dict[str, Any]] = []
@@ -192,12 +199,15 @@ class LedgerSession:
         return items[-limit:]
 
     def _change(self, change: Callable[[list[Msg]], tuple[list[Msg], _T]]) -> _T:
-        """Apply ``change`` to the current list and commit it at the version it was read at;
-        if another writer committed first, re-read and apply it again."""
+        """Apply ``change`` to the list as this session last saw it and commit the result at
+        that version; if another writer committed since, the commit is refused, and the list
+        is read again and the change applied again. ``change`` returns a new list and leaves
+        the one it is given as it was."""
         with self._lock:
             for _ in range(_MAX_ATTEMPTS):
-                self._refresh()
-                msgs, result = change(list(self._msgs))
+                if self._version < 0:  # never read, or refused: the store is asked first
+                    self._refresh()
+                msgs, result = change(self._msgs)
                 try:
                     report = self.ledger.save(
                         self.session_id,
