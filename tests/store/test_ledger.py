@@ -149,6 +149,28 @@ def test_a_save_reads_nothing_before_its_commit_and_a_stale_one_is_planned_again
     other.close()
 
 
+def test_a_no_op_save_compares_the_list_once_and_checks_the_stamp(
+    persistent_url: str, compared: list[int]
+) -> None:
+    """Nothing to write is decided only on a committed state confirmed by the store, and
+    confirming it does not plan the save a second time; a stale cache plans again."""
+    mine, other = Ledger(persistent_url), Ledger(persistent_url)
+    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(50)]
+    mine.save("s", msgs)
+    loaded = Ledger(persistent_url).messages("s")
+    compared.clear()
+    assert mine.save("s", loaded).noop
+    assert compared == [50]
+
+    other.save("s", [*msgs, Msg.user("more", id="more")])
+    compared.clear()
+    report = mine.save("s", loaded)  # the cache says "equal"; the store says otherwise
+    assert not report.noop and report.truncated == 1
+    assert len(compared) == 2
+    mine.close()
+    other.close()
+
+
 def test_saving_a_reloaded_context_without_user_text_decodes_no_message() -> None:
     store = MemoryStore()
     msgs = [Msg.system("rules"), *(Msg.assistant(f"step {i}") for i in range(2000))]

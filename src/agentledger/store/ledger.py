@@ -523,10 +523,11 @@ class Ledger:
                     self._explain_bad_item(lists)
                     raise
                 plan = planned.plan
-                if plan is None:
-                    if not verify:
-                        verify = True
+                if plan is None and not verify:
+                    verify = True
+                    if self._head(key) is not head:  # the cache was stale: plan again
                         continue
+                if plan is None:
                     # the lists are equal to what is committed: remember them as messages
                     head.messages.update(planned.snapshots)
                     head.decoded.difference_update(planned.snapshots)
