@@ -205,7 +205,8 @@ def read_all_note(results: Results, n: int) -> str:
     return (
         "\n² agentledger's reload returns messages that decode on first read (ids and digests are "
         "set at once, which is all a save, a comparison or an export needs). Reading every "
-        f"message of the reloaded {n:,} once afterwards took: " + "; ".join(parts) + ".\n"
+        f"message of the reloaded {n:,} once afterwards took (median of up to 3 reloads, each "
+        "read before the next): " + "; ".join(parts) + ".\n"
     )
 
 
