@@ -178,8 +178,15 @@ class _Aligner:
         return a is b or self.digest_at(i) == self.committed[j]
 
     def run(self, i: int, j: int, limit: int) -> int:
-        """How many items match from new ``i`` and old ``j`` on (at most ``limit``)."""
+        """How many items match from new ``i`` and old ``j`` on (at most ``limit``).
+
+        When that is the whole old list (a plain list's prefix, at every append) it is tried
+        first in one comparison, which copies only the new slice: copying touches every
+        message, and half the copying is half the cost of comparing 12,000 messages. A list
+        that differs pays that try once (an edit in the middle of 12,000: ~25 us)."""
         new, old = self.new, self.old
+        if limit > _RUN and j == 0 and limit == len(old) and new[i : i + limit] == old:
+            return limit
         done = 0
         while done < limit:
             step = min(_RUN, limit - done)
