@@ -30,9 +30,10 @@ from agents import (
 )
 from agents.testing import ScriptedModel, assistant_message
 
-from agentledger import AsyncLedger, Ledger
+from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import MissingDependencyError
 from agentledger.integrations.openai_agents import LedgerSession
+from agentledger.messages import ToolUseBlock
 
 MakeSession = Callable[..., Any]
 KINDS = ["sdk-sqlite", "ledger-sqlite", "ledger-jsonl", "ledger-memory"]
@@ -269,6 +270,16 @@ async def test_a_change_asks_the_store_only_after_another_writer_moved_the_sessi
         assert popped is not None and popped["content"] == "e"
         assert [i["content"] for i in await other.get_items()] == ["a", "b", "c", "d"]
         assert mine.version == other.version == 6
+
+
+async def test_set_items_replaces_a_stored_message_no_item_can_hold() -> None:
+    """A message saved by other code that no Responses item can carry (a user message holding
+    a tool call) is replaced by ``set_items`` like any other, not refused."""
+    with Ledger("memory://") as ledger:
+        odd = Msg("user", [ToolUseBlock(id="c", name="n", input={})], id="odd")
+        ledger.save("s", [odd, Msg.user("kept", id="k")])
+        await LedgerSession("s", ledger).set_items(_chat("hi"))
+        assert [m.text for m in ledger.messages("s")] == ["hi"]
 
 
 async def test_appends_write_only_the_new_rows() -> None:

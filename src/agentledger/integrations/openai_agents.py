@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from agentledger._optional import require
-from agentledger.errors import ConflictError
+from agentledger.errors import ConflictError, UserError
 from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
@@ -176,12 +176,15 @@ class LedgerSession:
                 self._hashes[msg.digest] = digest
 
     def _hash_of(self, msg: Msg) -> bytes | None:
-        """The hash of the item ``msg`` gives (None if it gives several or none), remembered:
-        a message read from the store is converted once, by the first ``set_items`` that
-        needs it, not by every reload."""
+        """The hash of the item ``msg`` gives (None if it gives several, none, or cannot be
+        written as one), remembered: a message read from the store is converted once, by the
+        first ``set_items`` that needs it, not by every reload."""
         known = self._hashes.get(msg.digest)
         if known is None:
-            items = to_responses([msg])
+            try:
+                items = to_responses([msg])
+            except UserError:  # stored by other code; ``set_items`` may still replace it
+                return None
             if len(items) == 1:
                 known = self._hashes[msg.digest] = _item_hash(items[0])
         return known
