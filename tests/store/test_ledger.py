@@ -119,34 +119,32 @@ def test_a_save_reads_nothing_before_its_commit_and_a_stale_one_is_planned_again
     When another writer moved the session, or deleted and created it again, the commit refuses
     and the save is planned again on what was committed: nothing of the other writer's is
     lost, and ``expected_version`` still refuses."""
-    mine, other = Ledger(persistent_url), Ledger(persistent_url)
-    reads: list[str] = []
-    for name in ("read_stamp", "read_head"):
-        real = getattr(mine.store, name)
-        monkeypatch.setattr(
-            mine.store, name, lambda key, real=real, name=name: reads.append(name) or real(key)
-        )
-    a, b, c, d = (Msg.user(x, id=x) for x in "abcd")
-    mine.save("s", [a])
-    reads.clear()
-    assert mine.save("s", [a, b]).version == 2
-    assert reads == []
+    with Ledger(persistent_url) as mine, Ledger(persistent_url) as other:
+        reads: list[str] = []
+        for name in ("read_stamp", "read_head"):
+            real = getattr(mine.store, name)
+            monkeypatch.setattr(
+                mine.store, name, lambda key, real=real, name=name: reads.append(name) or real(key)
+            )
+        a, b, c, d = (Msg.user(x, id=x) for x in "abcd")
+        mine.save("s", [a])
+        reads.clear()
+        assert mine.save("s", [a, b]).version == 2
+        assert reads == []
 
-    other.save("s", [a, b, c])  # version 3, which mine has not seen
-    assert mine.save("s", [a, b, d]).version == 4
-    assert reads == ["read_head"]  # once, after the commit refused the stale plan
-    assert [m.id for m in other.messages("s", version=3)] == ["a", "b", "c"]
-    assert [m.id for m in other.messages("s")] == ["a", "b", "d"]
+        other.save("s", [a, b, c])  # version 3, which mine has not seen
+        assert mine.save("s", [a, b, d]).version == 4
+        assert reads == ["read_head"]  # once, after the commit refused the stale plan
+        assert [m.id for m in other.messages("s", version=3)] == ["a", "b", "c"]
+        assert [m.id for m in other.messages("s")] == ["a", "b", "d"]
 
-    other.delete("s")
-    other.save("s", [c])  # the same id, a new session at version 1
-    with pytest.raises(ConflictError):
-        mine.save("s", [a, b, d, c], expected_version=4)
-    assert mine.save("s", [c, d]).version == 2
-    assert [v.version for v in other.history("s")] == [1, 2]
-    assert [m.id for m in other.messages("s", version=1)] == ["c"]
-    mine.close()
-    other.close()
+        other.delete("s")
+        other.save("s", [c])  # the same id, a new session at version 1
+        with pytest.raises(ConflictError):
+            mine.save("s", [a, b, d, c], expected_version=4)
+        assert mine.save("s", [c, d]).version == 2
+        assert [v.version for v in other.history("s")] == [1, 2]
+        assert [m.id for m in other.messages("s", version=1)] == ["c"]
 
 
 def test_a_no_op_save_compares_the_list_once_and_checks_the_stamp(
@@ -154,21 +152,20 @@ def test_a_no_op_save_compares_the_list_once_and_checks_the_stamp(
 ) -> None:
     """Nothing to write is decided only on a committed state confirmed by the store, and
     confirming it does not plan the save a second time; a stale cache plans again."""
-    mine, other = Ledger(persistent_url), Ledger(persistent_url)
-    msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(50)]
-    mine.save("s", msgs)
-    loaded = Ledger(persistent_url).messages("s")
-    compared.clear()
-    assert mine.save("s", loaded).noop
-    assert compared == [50]
+    with Ledger(persistent_url) as mine, Ledger(persistent_url) as other:
+        msgs = [Msg.user(f"m{i}", id=f"m{i}") for i in range(50)]
+        mine.save("s", msgs)
+        with Ledger(persistent_url) as reader:
+            loaded = reader.messages("s")
+        compared.clear()
+        assert mine.save("s", loaded).noop
+        assert compared == [50]
 
-    other.save("s", [*msgs, Msg.user("more", id="more")])
-    compared.clear()
-    report = mine.save("s", loaded)  # the cache says "equal"; the store says otherwise
-    assert not report.noop and report.truncated == 1
-    assert len(compared) == 2
-    mine.close()
-    other.close()
+        other.save("s", [*msgs, Msg.user("more", id="more")])
+        compared.clear()
+        report = mine.save("s", loaded)  # the cache says "equal"; the store says otherwise
+        assert not report.noop and report.truncated == 1
+        assert len(compared) == 2
 
 
 def test_saving_a_reloaded_context_without_user_text_decodes_no_message() -> None:
