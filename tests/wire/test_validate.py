@@ -18,6 +18,7 @@ from agentledger import (
     ToolUseBlock,
     UserError,
 )
+from agentledger.messages import decode, encode
 from agentledger.wire import (
     NOT_EXECUTED,
     FindingKind,
@@ -307,3 +308,27 @@ def test_a_checker_walks_only_what_was_added_to_a_history_that_passed(
     with pytest.raises(HistoryError):  # the second call c1 is refused even though c1 passed
         checker.check([*edited, Msg.assistant([_call("c1")]), Msg.tool([_result("c1")])])
     assert starts == [0, 3, 0, 3]
+
+
+def test_a_checker_takes_equal_messages_for_the_history_that_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A history rebuilt from the same content (reloaded, decoded again) is the same history:
+    only what follows it is walked; one message that differs makes the whole walked again."""
+    starts: list[int] = []
+    real = validate_module._Validator
+
+    def recording(msgs: list[Msg], target: str, start: int = 0, before: object = None) -> object:
+        starts.append(start)
+        return real(msgs, target, start, before)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(validate_module, "_Validator", recording)
+    history = [Msg.user("u"), Msg.assistant([_call("c1")]), Msg.tool([_result("c1")])]
+    checker = HistoryChecker()
+    checker.check(history)
+    copies = [decode(encode(m)) for m in history]
+    assert all(c is not m for c, m in zip(copies, history, strict=True))
+    checker.check([*copies, Msg.assistant("a")])
+    grown = [*copies, Msg.assistant("a")]
+    checker.check([Msg.user("v"), *grown[1:], Msg.user("b")])
+    assert starts == [0, 3, 0]
