@@ -18,10 +18,10 @@ Within a run, a step costs what it adds, not what the session holds: the context
 first changed position, and the checker walks only the messages added since the last history
 it passed. What stays proportional to the session is what must be: the request sent to the
 model, which carries the whole context (one snapshot per call, the very tuple the checker
-passed, whose prefix it confirms by identity in C). From run to run, the ledger hands out the
-messages it remembers, decoded, while the session is at the version it last saw, and the
-agent keeps each session's history checker, so the first check of a run walks only what came
-since the last run.
+passed, whose prefix it confirms in one C-level comparison). From run to run, the ledger hands
+out the messages it remembers, decoded, while the session is at the version it last saw, and
+the agent keeps each session's history checker, so the first check of a run walks only what
+came since the last run.
 """
 
 from __future__ import annotations
