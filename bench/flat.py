@@ -26,6 +26,7 @@ time of the process, its worker threads included, after two runs that warm the a
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import json
 import os
@@ -49,10 +50,24 @@ ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("memory", "sqlite", "sqlite-full", "jsonl", "postgres")
 COLD = "reopen, caches cleared"
 KINDS = ("append", "edit", "no-op", "reopen", COLD)
-#: Bytes written over before a save timed with cold caches: several times the L2 cache.
-SWEEP = 64 << 20
-_sweep_buffer = bytearray(SWEEP)
-_sweep_source = bytes(SWEEP)
+_sweep: list[bytearray] = []  # the buffer ``_clear_caches`` writes over, made on first use
+
+
+def _last_level_cache() -> int:
+    """Bytes of the CPU's largest cache, as the kernel reports it (256 MiB if it does not)."""
+    largest = 0
+    for size in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = size.read_text().strip()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            largest = max(largest, int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return largest or 256 << 20
+
+
+#: Bytes written over before a save timed with cold caches: twice the last-level cache.
+SWEEP = 2 * _last_level_cache()
 TARGET = 1.3
 
 
@@ -63,11 +78,12 @@ def cold_note(small: int, large: int) -> str:
         f"save's cost); that collection walks every object of the process, which at {large:,} "
         "messages is far more than the CPU's caches hold, and leaves them cold, where at "
         f"{small:,} it leaves the save's code and data in cache. *reopen, caches cleared* is the "
-        f"same save after {SWEEP >> 20} MiB are copied, at both lengths: the save then starts "
-        "from cold caches either way, as it does in an application that waited on a model "
-        "between its load and its save. With a `TrackedList` the save makes the same Python "
-        "calls at both lengths (308 per save on memory://, counted with `cProfile`); what "
-        "differs in *reopen* is where that work's memory sits."
+        f"same save after {SWEEP >> 20} MiB (twice the CPU's last-level cache) were written "
+        "over, at both lengths: the save then starts from cold caches either way, as it does in "
+        "an application that waited on a model between its load and its save, and costs more "
+        "at both. With a `TrackedList` the save makes the same Python calls at both lengths "
+        "(308 per save on memory://, counted with `cProfile`); what differs in *reopen* is how "
+        "much of that work's memory is still in cache."
     )
 
 
@@ -99,8 +115,11 @@ def _url(backend: str, workdir: Path) -> str:
 
 def _clear_caches() -> None:
     """Push the save's code and data out of the CPU caches, the same at every session length
-    (see ``cold_note``): one copy of ``SWEEP`` bytes over a buffer allocated once."""
-    memoryview(_sweep_buffer)[:] = _sweep_source
+    (see ``cold_note``): ``SWEEP`` bytes written over a buffer allocated once."""
+    if not _sweep:
+        _sweep.append(bytearray(SWEEP))
+    buffer = _sweep[0]
+    ctypes.memset((ctypes.c_char * SWEEP).from_buffer(buffer), len(_sweep), SWEEP)
 
 
 def _cpu_ms(save: Callable[[], Any]) -> float:
