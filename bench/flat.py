@@ -76,8 +76,8 @@ def cold_note(small: int, large: int) -> str:
     return (
         "*reopen* follows the load and a full garbage collection (the load's garbage is not the "
         f"save's cost); that collection walks every object of the process, which at {large:,} "
-        "messages is far more than the CPU's caches hold, and leaves them cold, where at "
-        f"{small:,} it leaves the save's code and data in cache. *reopen, caches cleared* is the "
+        "messages pushes much of the save's code and data out of the CPU's caches, where at "
+        f"{small:,} it leaves them there. *reopen, caches cleared* is the "
         f"same save after {SWEEP >> 20} MiB (twice the CPU's last-level cache) were written "
         "over, at both lengths: the save then starts from cold caches either way, as it does in "
         "an application that waited on a model between its load and its save, and costs more "
@@ -119,7 +119,7 @@ def _clear_caches() -> None:
     if not _sweep:
         _sweep.append(bytearray(SWEEP))
     buffer = _sweep[0]
-    ctypes.memset((ctypes.c_char * SWEEP).from_buffer(buffer), len(_sweep), SWEEP)
+    ctypes.memset((ctypes.c_char * SWEEP).from_buffer(buffer), 1, SWEEP)
 
 
 def _cpu_ms(save: Callable[[], Any]) -> float:
