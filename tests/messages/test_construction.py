@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentledger import CodecError, Ledger, UserError
 from agentledger.messages import (
@@ -35,7 +36,8 @@ from agentledger.messages import (
     freeze,
     thaw,
 )
-from agentledger.messages.values import MAX_DEPTH
+from agentledger.messages.values import MAX_DEPTH, from_json, json_dec_hook
+from agentledger.wire.private import metadata_from_json
 from tests.messages.strategies import (
     Colour,
     Count,
@@ -113,6 +115,51 @@ def test_a_value_is_refused_or_reads_back_with_its_types(value: Any) -> None:
     assert_round_trip(msg)
     if isinstance(frozen, FrozenMap):
         assert_same(FrozenMap(thaw(frozen)), frozen)
+
+
+_FROZEN_TYPES = (str, int, float, bool, type(None), Bytes)
+
+
+def _assert_frozen(value: Any, path: str = "$") -> None:
+    """Nothing mutable and nothing the codec would write as another type, at any depth."""
+    kind = type(value)
+    if kind is FrozenMap:
+        for key, item in value.items():
+            assert type(key) is str, f"{path}: key {key!r}"
+            _assert_frozen(item, f"{path}.{key}")
+    elif kind is tuple:
+        for i, item in enumerate(value):
+            _assert_frozen(item, f"{path}[{i}]")
+    else:
+        assert kind in _FROZEN_TYPES, f"{path}: a {kind.__name__} inside a frozen value"
+
+
+_tag_shaped = st.recursive(
+    st.none() | st.integers(-5, 5) | st.text(max_size=4) | st.sampled_from(["cQ==", "", "=="]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)  # what ``strip_private`` gives for a list
+        | st.dictionaries(st.sampled_from(["$bytes", "$map", "k"]), inner, max_size=2)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(wild_values | _tag_shaped)
+def test_a_value_read_as_json_is_refused_or_frozen_all_the_way_down(value: Any) -> None:
+    """``from_json`` (how a decoded or a client's JSON value becomes metadata: the AG-UI reader
+    calls it on a client's part metadata) keeps no mutable container, no tag it did not undo,
+    and nothing the codec would read back as another value."""
+    try:
+        frozen = from_json(value)
+    except CodecError:
+        return
+    _assert_frozen(frozen)
+    assert_round_trip(Msg.user("x", metadata={"v": frozen}, id="m", created_at=None))
+    if type(frozen) is FrozenMap:  # the ways a JSON object becomes metadata give the same
+        assert_same(json_dec_hook(FrozenMap, value), frozen)
+        assert_same(metadata_from_json(value), frozen)
 
 
 # -- the cases found, each refused naming its field ------------------------------------------

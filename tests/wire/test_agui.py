@@ -29,6 +29,7 @@ from agentledger.wire import (
     to_agui_models,
     tool_message_id,
 )
+from tests.messages.strategies import assert_round_trip
 
 core = pytest.importorskip("ag_ui.core")
 from pydantic import TypeAdapter  # noqa: E402
@@ -452,6 +453,21 @@ def test_every_client_message_round_trips_exactly(sent: list[dict[str, Any]]) ->
     assert to_agui(msgs) == sent
     again = from_agui(to_agui(msgs))
     assert again == msgs and [m.digest for m in again] == [m.digest for m in msgs]
+    for msg in msgs:  # what the run holds is what a store gives back, type for type
+        assert_round_trip(msg)
+
+
+def test_objects_in_a_list_of_part_metadata_are_read_as_the_store_reads_them() -> None:
+    """A client's part metadata holding objects inside a list: the message a run holds is the
+    one a store gives back (found by the property above once it compared types: the objects
+    stayed plain dicts, a bytes tag among them undone only on the way back)."""
+    meta = {"a": [{"$bytes": "cQ=="}], "b": [{"c": 1}, [{"$map": {"$bytes": 2}}]]}
+    part = {"type": "text", "text": "x", "metadata": meta}
+    (msg,) = from_agui([{"id": "u", "role": "user", "content": [part]}])
+    assert_round_trip(msg)
+    got = msg.content[0].metadata
+    assert got["a"] == (b"q",) and got["b"] == ({"c": 1}, ({"$bytes": 2},))
+    assert to_agui([msg])[0]["content"][0]["metadata"] == meta
 
 
 @pytest.mark.parametrize("kind", ["url", "file"])

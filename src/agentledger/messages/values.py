@@ -254,7 +254,12 @@ def json_enc_hook(obj: Any) -> Any:
 
 
 def json_dec_hook(type_: type, obj: Any) -> Any:
-    """msgspec ``dec_hook``: rebuild a ``FrozenMap`` field from decoded JSON."""
+    """msgspec ``dec_hook``: rebuild a ``FrozenMap`` field from decoded JSON.
+
+    Given only to msgspec's decoders, whose output is JSON (valid text, finite floats), which
+    is what lets a flat map of it be kept as decoded; any other value goes through
+    ``from_json``, which checks everything.
+    """
     if type_ is FrozenMap:
         if type(obj) is not dict:
             raise CodecError(f"expected a JSON object, got {type(obj).__name__}")
@@ -275,9 +280,14 @@ def _ints_fit(values: Any) -> bool:
 
 
 def from_json(obj: Any, depth: int = 0) -> Any:
-    """The frozen value of decoded JSON (tags undone); ``CodecError`` for anything ``freeze``
-    would refuse."""
+    """The frozen value of JSON parsed into Python (tags undone); ``CodecError`` for anything
+    ``freeze`` would refuse, and for anything a JSON parser does not give (bytes, sets, an
+    ``int`` subclass, a mapping that is not a ``dict``): what it returns is frozen all the way
+    down, whoever parsed the JSON. A tuple is read as an array (``wire.private.strip_private``
+    gives tuples)."""
     kind = type(obj)
+    if kind is str:
+        return obj if obj.isascii() else _text(obj)
     if kind is dict:
         items = obj
         if len(obj) == 1:
@@ -291,14 +301,41 @@ def from_json(obj: Any, depth: int = 0) -> Any:
             raise CodecError(f"a value is nested deeper than {MAX_DEPTH} levels")
         if not items:
             return EMPTY
-        return _trusted_map({k: from_json(v, depth + 1) for k, v in items.items()})
-    if kind is list:
+        depth += 1
+        return _trusted_map(
+            {
+                k if type(k) is str and k.isascii() else _key(k): from_json(v, depth)
+                for k, v in items.items()
+            }
+        )
+    if kind is list or kind is tuple:
         if depth >= MAX_DEPTH:
             raise CodecError(f"a value is nested deeper than {MAX_DEPTH} levels")
-        return tuple(from_json(item, depth + 1) for item in obj)
-    if kind is int and not _INT_MIN <= obj <= _INT_MAX:
+        return tuple([from_json(item, depth + 1) for item in obj])
+    if kind is int:
+        if _INT_MIN <= obj <= _INT_MAX:
+            return obj
         raise CodecError("an integer does not fit in 64 bits")
-    return obj
+    if kind is float:
+        if math.isfinite(obj):
+            return obj
+        raise CodecError("a non-finite float cannot be stored as JSON")
+    if obj is None or kind is bool:
+        return obj
+    raise CodecError(f"a value of type {kind.__name__} is not JSON")
+
+
+def _text(value: str) -> str:
+    at = lone_surrogate_at(value)
+    if at is None:
+        return value
+    raise CodecError(f"text holds a lone surrogate at index {at}")
+
+
+def _key(key: Any) -> str:
+    if type(key) is str:
+        return key if key.isascii() else _text(key)
+    raise CodecError(f"mapping key {key!r} is not a string")
 
 
 def _bytes_from(text: Any) -> Bytes:

@@ -43,7 +43,7 @@ from agentledger.messages.blocks import (
     ToolUseBlock,
 )
 from agentledger.messages.msg import Msg
-from agentledger.messages.values import FrozenMap, freeze, json_dec_hook, json_enc_hook
+from agentledger.messages.values import FrozenMap, freeze, from_json, json_enc_hook
 
 __all__ = [
     "ANTHROPIC_EXTRA_KEY",
@@ -146,7 +146,7 @@ def metadata_from_json(obj: Any) -> FrozenMap | None:
     """Inverse of ``public_metadata``: JSON metadata from a client, with tagged bytes restored."""
     if obj is None:
         return None
-    frozen = json_dec_hook(FrozenMap, obj)
+    frozen = from_json(obj)
     return frozen if isinstance(frozen, FrozenMap) else None
 
 
