@@ -62,6 +62,30 @@ async def test_a_malformed_body_is_refused_with_a_readable_422(
     assert await ledger.list_sessions() == []  # nothing was stored
 
 
+def _with_number(literal: str, where: str) -> bytes:
+    """A body whose part metadata (or forwardedProps) holds ``literal`` as a JSON number."""
+    metadata = literal if where == "part" else "1"
+    props = literal if where == "props" else "{}"
+    template = (
+        '{"threadId":"t","runId":"r","forwardedProps":PROPS,"messages":[{"id":"u","role":"user",'
+        '"content":[{"type":"text","text":"x","metadata":{"f":METADATA}}]}]}'
+    )
+    return template.replace("PROPS", props).replace("METADATA", metadata).encode()
+
+
+@pytest.mark.parametrize("where", ["part", "props"])
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+async def test_a_number_json_cannot_hold_is_refused_not_turned_into_null(
+    client: Any, ledger: AsyncLedger, literal: str, where: str
+) -> None:
+    """``NaN``/``Infinity`` are not JSON, and 1e400 fits no float: the protocol's models read
+    them as non-finite floats, which a JSON dump of the messages turned into ``null``."""
+    says = await refused(client, 422, _with_number(literal, where))
+    assert "not a valid AG-UI RunAgentInput" in says
+    assert await ledger.list_sessions() == []
+    assert (await client.post("/", content=_with_number("1e300", where))).status_code == 200
+
+
 async def test_a_body_over_the_limit_is_refused_with_413(
     model: ModelServer, ledger: AsyncLedger
 ) -> None:

@@ -1,7 +1,8 @@
 """Step 1 of a run: the request body → a checked ``RunRequest``, or a readable refusal.
 
 The body is read up to a size limit (``BodyTooLarge`` past it, before the rest is read), parsed
-as AG-UI 1.0 ``RunAgentInput`` by the protocol's own models, and checked for what this server
+as strict JSON (no ``NaN``, no number a float cannot hold), validated as AG-UI 1.0
+``RunAgentInput`` by the protocol's own models, and checked for what this server
 cannot honour. Nothing is dropped silently: a field the protocol does not define, or ``resume``
 entries for interrupts this server never raised, are refused by name. Messages leave this step
 in their canonical JSON form (camelCase, no ``null`` for an absent field, unknown message fields
@@ -14,6 +15,8 @@ import functools
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from agentledger._optional import require
 from agentledger.agent.model import ToolSpec
@@ -65,6 +68,20 @@ async def read_body(chunks: AsyncIterator[bytes], limit: int, declared_length: s
     return bytes(body)
 
 
+#: RFC 8259 JSON, numbers that fit a float64: the protocol's models (pydantic) also read ``NaN``,
+#: ``Infinity`` and 1e400 as non-finite floats, which their JSON dump writes as ``null``.
+_strict_json = msgspec.json.Decoder().decode
+
+
+def _json_problem(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply"
+    text = str(exc)
+    if text.startswith("Number out of range"):
+        return "it holds a number out of a 64-bit float's range"
+    return f"it is not JSON ({text})"
+
+
 @functools.cache
 def _input_model() -> Any:
     return require("ag_ui.core", "server").RunAgentInput
@@ -77,7 +94,13 @@ def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) 
     if not body.strip():
         raise UserError("the request body is empty: send an AG-UI RunAgentInput as JSON")
     try:
-        run = _input_model().model_validate_json(body)
+        data = _strict_json(body)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise UserError(
+            f"the body is not a valid AG-UI RunAgentInput: {_json_problem(exc)}"
+        ) from None
+    try:
+        run = _input_model().model_validate(data)
     except ValidationError as exc:
         raise UserError(f"the body is not a valid AG-UI RunAgentInput: {brief(exc)}") from None
     if run.model_extra:
