@@ -31,9 +31,10 @@ from agents import (
 from agents.testing import ScriptedModel, assistant_message
 
 from agentledger import AsyncLedger, Ledger, Msg
-from agentledger.errors import MissingDependencyError
+from agentledger.errors import MissingDependencyError, UserError
 from agentledger.integrations.openai_agents import LedgerSession
 from agentledger.messages import ToolUseBlock
+from agentledger.store import ledger as ledger_module
 
 MakeSession = Callable[..., Any]
 KINDS = ["sdk-sqlite", "ledger-sqlite", "ledger-jsonl", "ledger-memory"]
@@ -250,7 +251,7 @@ async def test_a_change_asks_the_store_only_after_another_writer_moved_the_sessi
         mine, other = LedgerSession("s", mine_ledger), LedgerSession("s", other_ledger)
         await mine.add_items(_chat("a"))
         asked: list[str] = []
-        for name in ("version", "load"):
+        for name in ("version", "load_tracked"):
             real = getattr(mine_ledger, name)
             monkeypatch.setattr(
                 mine_ledger,
@@ -262,7 +263,7 @@ async def test_a_change_asks_the_store_only_after_another_writer_moved_the_sessi
 
         await other.add_items(_chat("c"))
         await mine.add_items(_chat("d"))
-        assert asked == ["version", "load"]
+        assert asked == ["version", "load_tracked"]
         assert [i["content"] for i in await other.get_items()] == ["a", "b", "c", "d"]
 
         await other.add_items(_chat("e"))
@@ -292,6 +293,69 @@ async def test_appends_write_only_the_new_rows() -> None:
         after = ledger.history("grow")[-1]
         assert after.version == before.version + 1
         assert (after.appended, after.replaced, after.truncated) == (1, 0, 0)
+
+
+async def test_an_append_compares_only_the_items_it_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session keeps its list as a ``TrackedList``: however long the session, a save after
+    ``add_items`` compares only the new messages with the store, after a reload too; pop and
+    clear compare nothing they did not change."""
+    compared: list[int] = []
+    real = ledger_module.diff_list
+
+    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
+        compared.append(len(new) - unchanged)
+        return real(committed, new, known, unchanged=unchanged)
+
+    monkeypatch.setattr(ledger_module, "diff_list", spy)
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    with Ledger(url) as ledger:
+        await LedgerSession("s", ledger).add_items(_chat(*(f"m{i}" for i in range(500))))
+    with Ledger(url) as ledger:  # reopened: nothing remembered but the store
+        session = LedgerSession("s", ledger)
+        assert len(await session.get_items()) == 500
+        compared.clear()
+        await session.add_items(_chat("a", "b"))
+        await session.add_items(_chat("c"))
+        assert (await session.pop_item() or {})["content"] == "c"
+        assert compared == [2, 1, 0]
+        await session.clear_session()
+        assert await LedgerSession("s", Ledger(url)).get_items() == []
+
+
+async def test_a_commit_that_fails_leaves_none_of_its_change_in_the_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The session changes its list in place before it commits: when the commit fails (a full
+    disk, here), the next call reads the store again rather than trust a list holding what
+    was never committed. A change refused before it starts (a bad item) costs no read."""
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        await session.add_items(_chat("a"))
+        real_save = ledger.save
+
+        def full_disk(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("no space left on device")
+
+        monkeypatch.setattr(ledger, "save", full_disk)
+        with pytest.raises(OSError):
+            await session.add_items(_chat("lost"))
+        monkeypatch.setattr(ledger, "save", real_save)
+        assert [i["content"] for i in await session.get_items()] == ["a"]
+        await session.add_items(_chat("b"))
+        assert [i["content"] for i in await session.get_items()] == ["a", "b"]
+
+        loads: list[int] = []
+        real_load = ledger.load_tracked
+        monkeypatch.setattr(
+            ledger, "load_tracked", lambda *a, **k: loads.append(1) or real_load(*a, **k)
+        )
+        with pytest.raises(UserError):
+            await session.add_items([42])
+        await session.add_items(_chat("c"))
+        assert loads == []
+        assert [m.text for m in ledger.messages("s")] == ["a", "b", "c"]
 
 
 async def test_async_ledger_and_url_are_accepted(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ one message per item (``wire.responses``), so:
 - every item comes back as it went in, key for key: message, call and reasoning ids,
   ``call_id`` s, ``encrypted_content``, the model's argument strings, item kinds this code does
   not know;
-- ``add_items`` goes through the ledger's incremental save: it writes only the new rows, however
-  long the session is;
+- ``add_items`` goes through the ledger's incremental save: it writes only the new rows, and
+  costs the same at 12 items or 12,000 (the session keeps its list as a ``TrackedList``, so the
+  save compares nothing it did not add);
 - ``pop_item`` and ``clear_session`` commit a new version rather than delete: what they remove
   stays readable with ``ledger.load(session_id, version=v)`` (and ``ledger.history``) until the
   session's history is purged;
@@ -36,6 +37,7 @@ from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT
+from agentledger.store.tracked import TrackedList
 from agentledger.wire.responses import RESPONSES_EXTRA_KEY, from_responses, to_responses
 
 __all__ = ["LedgerSession"]
@@ -78,7 +80,7 @@ class LedgerSession:
         )
         self._resolve_limit = memory.resolve_session_limit
         self._lock = threading.Lock()
-        self._msgs: list[Msg] = []
+        self._msgs = TrackedList()  # as last committed, changed only by ``_change``
         # message digest -> hash of the item it was made from or written as, so ``set_items``
         # recognises unchanged items without converting them (16 bytes an item)
         self._hashes: dict[bytes, bytes] = {}
@@ -96,10 +98,10 @@ class LedgerSession:
             return
         items = list(items)
 
-        def append(msgs: list[Msg]) -> tuple[list[Msg], None]:
+        def append(msgs: TrackedList) -> None:
             new = from_responses(items, ids="derived", start=len(msgs))
             self._remember(new, items)
-            return msgs + new, None
+            msgs.extend(new)
 
         await asyncio.to_thread(self._change, append)
 
@@ -109,7 +111,7 @@ class LedgerSession:
 
     async def clear_session(self) -> None:
         """Empty the session, as a new version (earlier versions stay readable)."""
-        await asyncio.to_thread(self._change, lambda msgs: ([], None))
+        await asyncio.to_thread(self._change, TrackedList.clear)
 
     # -- beyond the protocol ---------------------------------------------------------------
     async def set_items(self, items: list[Any]) -> None:
@@ -124,7 +126,8 @@ class LedgerSession:
         """
         items = list(items)
 
-        def replace(msgs: list[Msg]) -> tuple[list[Msg], None]:
+        def replace(live: TrackedList) -> None:
+            msgs = live.copy()
             hashes = [_item_hash(item) for item in items]
 
             def unchanged(i: int, item: Any) -> Msg | None:
@@ -137,7 +140,7 @@ class LedgerSession:
                 if msg.id != old.id and _id_less(msg) and _id_less(old):
                     new[i] = msg.replace(id=old.id)  # the item at that place, edited
             self._remember(new, items, hashes)
-            return new, None
+            live[:] = new
 
         await asyncio.to_thread(self._change, replace)
 
@@ -162,8 +165,9 @@ class LedgerSession:
         """Re-read the list when another writer moved the session since we last saw it."""
         version = self.ledger.version(self.session_id, tenant=self.tenant)
         if version != self._version:
-            state = self.ledger.load(self.session_id, tenant=self.tenant)
-            self._msgs = list(state.lists.get(self.list_name, []))
+            state, self._msgs = self.ledger.load_tracked(
+                self.session_id, self.list_name, tenant=self.tenant
+            )
             self._version = state.version
 
     def _remember(
@@ -201,16 +205,18 @@ class LedgerSession:
                 break
         return items[-limit:]
 
-    def _change(self, change: Callable[[list[Msg]], tuple[list[Msg], _T]]) -> _T:
-        """Apply ``change`` to the list as this session last saw it and commit the result at
-        that version; if another writer committed since, the commit is refused, and the list
-        is read again and the change applied again. ``change`` returns a new list and leaves
-        the one it is given as it was."""
+    def _change(self, change: Callable[[TrackedList], _T]) -> _T:
+        """Apply ``change`` to the list as this session last saw it, in place, and commit the
+        result at that version; if another writer committed since, the commit is refused, and
+        the list is read again and the change applied again. ``change`` changes the list only
+        once nothing it does can fail. A commit that fails for any other reason leaves the
+        list to be read again by the next call: it may hold what was not committed."""
         with self._lock:
             for _ in range(_MAX_ATTEMPTS):
                 if self._version < 0:  # never read, or refused: the store is asked first
                     self._refresh()
-                msgs, result = change(self._msgs)
+                msgs = self._msgs
+                result = change(msgs)
                 try:
                     report = self.ledger.save(
                         self.session_id,
@@ -222,7 +228,10 @@ class LedgerSession:
                 except ConflictError:
                     self._version = -1
                     continue
-                self._msgs, self._version = msgs, report.version
+                except BaseException:
+                    self._version = -1
+                    raise
+                self._version = report.version
                 if len(self._hashes) > 2 * len(msgs) + 64:  # forget what the list let go
                     live = {m.digest for m in msgs}
                     self._hashes = {k: v for k, v in self._hashes.items() if k in live}
@@ -248,17 +257,20 @@ def _id_less(msg: Msg) -> bool:
     return extras is not None and "id" not in extras
 
 
-def _pop(msgs: list[Msg]) -> tuple[list[Msg], dict[str, Any] | None]:
-    """The list without its latest item, and that item.
+def _pop(msgs: TrackedList) -> dict[str, Any] | None:
+    """Remove the latest item from ``msgs`` and return it (None if there is none).
 
     A message that gives several items (one written in another format) loses only its last
     one; messages that give none (thinking from another provider), which ``get_items`` never
     shows, go with the item before them.
     """
-    while msgs:
-        items = to_responses(msgs[-1:])
+    end = len(msgs)
+    while end:
+        items = to_responses([msgs[end - 1]])
         if items:
             rest = from_responses(items[:-1]) if len(items) > 1 else []
-            return msgs[:-1] + rest, items[-1]
-        msgs = msgs[:-1]
-    return msgs, None
+            msgs[end - 1 :] = rest
+            return items[-1]
+        end -= 1
+    msgs.clear()
+    return None
