@@ -280,6 +280,27 @@ async def test_tool_errors_become_error_results(ledger: AsyncLedger) -> None:
     assert results["c2"].is_error and "no tool" in results["c2"].text
 
 
+async def test_a_result_no_store_can_hold_is_an_error_result_not_a_crashed_run(
+    ledger: AsyncLedger,
+) -> None:
+    """A tool returned text with a lone surrogate (UTF-8 cannot encode it): the run used to
+    raise ``UserError`` with the call saved and unanswered; the model now reads why."""
+
+    @tool
+    def odd() -> str:
+        """Returns text no block can hold."""
+        return "half a pair: \ud800"
+
+    model = ScriptedModel([Msg.assistant([ToolUseBlock(id="c1", name="odd")]), "noted"])
+    agent = ReActAgent(model, [odd], store=ledger)
+    assert (await agent.run("go", "s")).text == "noted"
+    history = await stored(ledger)
+    check(history)
+    (result,) = history[2].tool_results
+    assert result.is_error and "odd returned what cannot be kept" in result.text
+    assert "lone surrogate" in model.requests[1].messages[-1].tool_results[0].text
+
+
 async def test_interrupt_between_answer_and_acting_persists_no_call(ledger: AsyncLedger) -> None:
     """The pre-acting check: the answer is complete, the interrupt lands before it is saved."""
     from agentledger.agent.middleware import Middleware

@@ -8,10 +8,13 @@ from typing import Literal
 
 import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentledger.agent.tools import Tool, ToolContext, as_tools, tool
 from agentledger.errors import UserError
-from agentledger.messages import ImageBlock, ToolUseBlock
+from agentledger.messages import ImageBlock, Msg, ToolUseBlock
+from tests.messages.strategies import assert_round_trip, surrogate_text, wild_values
 
 CTX = ToolContext("t", "s", "call-1", {"user": "ana"})
 
@@ -101,6 +104,51 @@ async def test_exceptions_and_timeouts_become_error_results() -> None:
     assert timed_out.is_error and "timed out" in timed_out.text
     failed = await broken.run(ToolUseBlock(id="c", name="broken"), CTX)
     assert failed.is_error and "ValueError: bad input" in failed.text
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this one")
+
+
+class _BadModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    thing: object
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    wild_values
+    | surrogate_text
+    | st.just(_BadModel(thing=object()))
+    | st.builds(lambda t: [t], surrogate_text)
+)
+async def test_whatever_a_tool_returns_or_raises_becomes_a_result_a_store_keeps(
+    value: object,
+) -> None:
+    """``Tool.run`` never raises: a value no block can hold (text with a lone surrogate, which
+    UTF-8 cannot encode) or an exception with such a message, or one that cannot be printed,
+    becomes an error result, not a crashed run with the call left unanswered."""
+
+    @tool
+    async def gives() -> object:
+        """Returns the value."""
+        return value
+
+    @tool
+    async def raises() -> str:
+        """Raises with the value as its message."""
+        raise ValueError(value)
+
+    @tool
+    async def unprintable() -> str:
+        """Raises an exception that cannot be printed."""
+        raise _Unprintable
+
+    for t in (gives, raises, unprintable):
+        result = await t.run(ToolUseBlock(id="c", name=t.name), CTX)
+        assert (result.id, result.name) == ("c", t.name)
+        assert_round_trip(Msg("tool", [result], id="r", created_at=None))
 
 
 async def test_tool_context_is_injected_not_in_schema() -> None:

@@ -156,11 +156,17 @@ class Tool:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a tool's failure is information for the model
-            return _error(call, f"{type(exc).__name__}: {exc}", started)
+            return _error(call, _describe(exc), started)
+        try:
+            output = _as_output(value)
+        except Exception as exc:  # text no store can hold, a model that cannot be dumped ...
+            return _error(
+                call, f"{self.name} returned what cannot be kept: {_describe(exc)}", started
+            )
         return ToolResultBlock(
             id=call.id,
             name=call.name,
-            output=_as_output(value),
+            output=output,
             metadata={"execution": {"seconds": round(time.monotonic() - started, 6)}},
         )
 
@@ -181,13 +187,23 @@ def _brief(exc: pydantic.ValidationError) -> str:
 
 
 def _error(call: ToolUseBlock, text: str, started: float) -> ToolResultBlock:
+    """An error result saying ``text``, in which a lone surrogate (from an exception's message;
+    UTF-8 cannot encode one, so no block may hold it) is written as its escape."""
     return ToolResultBlock(
         id=call.id,
         name=call.name,
-        output=(TextBlock(text=text),),
+        output=(TextBlock(text=text.encode("utf-8", "backslashreplace").decode("utf-8")),),
         is_error=True,
         metadata={"execution": {"seconds": round(time.monotonic() - started, 6)}},
     )
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``, or the type alone for an exception whose message cannot be made."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return type(exc).__name__
 
 
 def _as_output(value: Any) -> tuple[Any, ...]:
