@@ -310,6 +310,41 @@ async def test_garbage_json(server: FakeServer, model: AnthropicModel) -> None:
         await collect(model, HELLO)
 
 
+@pytest.mark.parametrize(
+    ("block", "delta", "what"),
+    [
+        ({"type": "text", "text": ""}, {"type": "text_delta", "text": "a\ud800"}, "text"),
+        (
+            {"type": "thinking", "thinking": ""},
+            {"type": "thinking_delta", "thinking": "\udc00"},
+            "thinking",
+        ),
+        (
+            {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+            {"type": "input_json_delta", "partial_json": '{"x": "\ud800"}'},
+            "tool call arguments",
+        ),
+    ],
+)
+async def test_text_that_is_not_unicode_is_the_provider_s_error(
+    server: FakeServer, model: AnthropicModel, block: dict, delta: dict, what: str
+) -> None:
+    server.reply(
+        anthropic_sse(
+            [
+                message_start(),
+                block_start(0, block),
+                block_delta(0, delta),
+                block_stop(0),
+                message_delta("end_turn", 1),
+                message_stop(),
+            ]
+        )
+    )
+    with pytest.raises(ModelError, match=f"sent a {what} that is not valid Unicode"):
+        await collect(model, HELLO)
+
+
 async def test_delta_for_unknown_block(server: FakeServer, model: AnthropicModel) -> None:
     server.reply(
         anthropic_sse([message_start(), block_delta(5, {"type": "text_delta", "text": "?"})])

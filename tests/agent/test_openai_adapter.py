@@ -346,6 +346,27 @@ async def test_unreadable_chunk_shapes(
         await collect(model, HELLO)
 
 
+@pytest.mark.parametrize(
+    ("events", "what"),
+    [
+        ([chunk({"role": "assistant", "content": "a\ud800"})], "text"),
+        ([chunk({"reasoning_content": "r\udc00"}), chunk({"content": "x"})], "thinking"),
+        ([tool_delta(0, '{"x": "\ud800"}', id="c1", name="f")], "tool call arguments"),
+        ([tool_delta(0, "{}", id="c\ud800", name="f")], "tool call id"),
+        ([tool_delta(0, "{}", id="c1", name="f\ud800")], "tool name"),
+    ],
+)
+async def test_text_that_is_not_unicode_is_the_provider_s_error(
+    server: FakeServer, model: OpenAIChatModel, events: list[dict[str, Any]], what: str
+) -> None:
+    """A JSON ``"\\ud800"`` escape reads as a lone surrogate, which no message can hold: the
+    stream is refused as malformed (``ModelError``), never raised as the caller's ``UserError``
+    when the message is built."""
+    server.reply(openai_sse([*events, chunk({}, finish="stop"), usage_chunk(1, 1)]))
+    with pytest.raises(ModelError, match=f"sent a {what} that is not valid Unicode"):
+        await collect(model, HELLO)
+
+
 async def test_error_object_mid_stream(server: FakeServer, model: OpenAIChatModel) -> None:
     server.reply(openai_sse([chunk({"content": "x"}), {"error": {"message": "backend exploded"}}]))
     with pytest.raises(ModelError, match="backend exploded"):

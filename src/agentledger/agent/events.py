@@ -31,6 +31,7 @@ import msgspec
 from agentledger.errors import CodecError, ModelError
 from agentledger.messages.arguments import input_of, is_raw
 from agentledger.messages.blocks import Block, TextBlock, ThinkingBlock, ToolUseBlock
+from agentledger.messages.checks import lone_surrogate_at
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
 from agentledger.messages.values import EMPTY, FrozenMap, freeze_map
@@ -179,8 +180,16 @@ class StreamedToolCall(msgspec.Struct, frozen=True):
 
 
 def _text(value: object, what: str) -> str:
+    """A streamed string, refused (``ModelError``) unless it is text a message can hold: a
+    lone surrogate (JSON's ``"\\ud800"`` escape reads as one) cannot be encoded as UTF-8, and
+    the block built from it would be refused as if the caller had passed bad input."""
     if not isinstance(value, str):
         raise ModelError(f"the model sent a {what} that is not a string: {value!r}")
+    at = lone_surrogate_at(value)
+    if at is not None:
+        raise ModelError(
+            f"the model sent a {what} that is not valid Unicode (a lone surrogate at {at})"
+        )
     return value
 
 
