@@ -27,7 +27,7 @@ from operator import attrgetter
 from typing import NamedTuple, Protocol, TypeVar
 
 from agentledger.errors import InvalidIdError, UserError
-from agentledger.store.ids import MAX_ID_LENGTH, check_id
+from agentledger.store.ids import MAX_ID_LENGTH, check_count, check_id
 
 __all__ = ["Keyset", "check_page", "decode_cursor", "encode_cursor", "newest_first"]
 
@@ -90,11 +90,9 @@ def check_page(limit: object, offset: object, after: object, tenant: str) -> Key
     """The keyset a ``list_sessions`` call pages after (None without ``after``), once its
     arguments are known good: ``limit`` None or a count, ``offset`` a count, not both an
     ``offset`` and ``after`` (a cursor already says where the page starts)."""
-    for name, value in (("limit", limit), ("offset", offset)):
-        if value is None and name == "limit":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise UserError(f"{name} must be a non-negative integer, got {value!r}")
+    if limit is not None:
+        check_count(limit, "limit")
+    check_count(offset, "offset")
     if after is None:
         return None
     if offset:

@@ -27,8 +27,9 @@ from agentledger.errors import (
     CorruptStoreError,
     SessionNotFoundError,
     UserError,
+    VersionNotFoundError,
 )
-from agentledger.messages import Msg, decode_value, digest_of, encode_value
+from agentledger.messages import Msg, checks, decode_value, digest_of, encode_value
 from agentledger.messages.codec import encode_with_digest
 from agentledger.messages.deferred import all_decoded, decode_deferred
 from agentledger.store import media
@@ -46,7 +47,7 @@ from agentledger.store.base import (
     searchable_text,
 )
 from agentledger.store.cursor import check_page
-from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
+from agentledger.store.ids import DEFAULT_TENANT, MAX_COUNT, check_count, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice_into
 from agentledger.store.ranks import RankPlan, plan_ranks
@@ -259,6 +260,11 @@ class Ledger:
 
         A session that does not exist loads as an empty state at version 0.
         """
+        if version is not None:
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise UserError(f"version must be an integer, got {type(version).__name__}")
+            if not 0 <= version <= MAX_COUNT:  # read by no store: none has such a version
+                raise VersionNotFoundError(f"session {session!r} has no version {version}")
         return self._load(self.key(session, tenant), version)
 
     def _load(
@@ -355,6 +361,7 @@ class Ledger:
         version: int | None = None,
     ) -> list[Msg]:
         """One list of the session (empty if absent)."""
+        name = check_list_name(name)
         return self.load(session, tenant=tenant, version=version).lists.get(name, [])
 
     def tracked(
@@ -446,8 +453,11 @@ class Ledger:
         return self.store.history(self.key(session, tenant))
 
     def search(self, query: str, *, tenant: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """Live messages of a tenant whose text matches ``query``."""
+        """Live messages of a tenant whose text matches ``query``, at most ``limit`` of them."""
         tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
+        query = checks.text("search", "query", query)
+        if check_count(limit, "limit") == 0:
+            return []
         return self.store.search(tenant, query, limit=limit)
 
     # -- writing -------------------------------------------------------------------------
@@ -491,6 +501,8 @@ class Ledger:
         ``None`` deletes it.
         """
         key = self.key(session, tenant)
+        if expected_version is not None:
+            check_count(expected_version, "expected_version")
         # The caller's lists are read, not copied (a copy touches every message: see
         # ``planner.splice_into``). What is committed and remembered is what the plan read: the
         # committed messages it kept and the new ones it wrote, whatever another thread does to
@@ -716,8 +728,7 @@ class Ledger:
 
     def purge_history(self, session: str, *, keep_last: int = 1, tenant: str | None = None) -> int:
         """Forget what only versions older than the last ``keep_last`` need."""
-        if keep_last < 1:
-            raise UserError("keep_last must be at least 1 (the current version)")
+        check_count(keep_last, "keep_last (versions kept, the current one included)", minimum=1)
         return self.store.purge_history(self.key(session, tenant), keep_last)
 
     def fork(

@@ -1,0 +1,118 @@
+"""The Ledger's counts and search query: every backend reads them alike, or ``UserError``.
+
+Found by trying odd arguments on each backend: a float search limit reached SQLite as a number
+the store then read back as damage (``CorruptStoreError`` on a healthy file), a limit past
+64 bits raised ``OverflowError`` from SQLite alone, a search query holding a lone surrogate
+raised ``UnicodeEncodeError`` from Postgres alone, a limit of 0 gave one hit on the memory and
+JSONL stores and none on the others, ``purge_history`` took ``keep_last=2.5`` and ``load`` took
+``version=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentledger import Ledger, Msg
+from agentledger.errors import AgentLedgerError, UserError
+from agentledger.store.ids import MAX_COUNT
+from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
+
+_counts = st.one_of(
+    st.integers(-3, 8),
+    st.sampled_from([MAX_COUNT, MAX_COUNT + 1, 2**70, -(2**63)]),
+    st.floats(allow_nan=False, max_value=10),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["3", b"1", 2.0, 1j]),
+)
+_queries = st.one_of(
+    st.sampled_from(["hello", "hello world", "", "   ", '"', "NEAR(", "x\ud800", "\x00"]),
+    st.text(max_size=6),
+    st.none(),
+    st.integers(),
+    st.just(b"hello"),
+)
+
+
+def _count(value: Any, minimum: int = 0) -> bool:
+    return type(value) is int and minimum <= value <= MAX_COUNT
+
+
+def _text(value: Any) -> bool:
+    if type(value) is not str:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _call(valid: bool, call: Any) -> Any:
+    """``call()``'s result; ``UserError`` exactly when its arguments are not ``valid`` (other
+    errors of this library, such as a version that does not exist, may follow valid ones)."""
+    try:
+        result = call()
+    except UserError:
+        assert not valid, "refused a valid argument"
+        return None
+    except AgentLedgerError:
+        assert valid, "an invalid argument was not refused as the caller's error"
+        return None
+    assert valid, "an invalid argument was taken"
+    return result
+
+
+def test_counts_and_queries_are_read_alike_by_every_backend_or_refused(
+    backend: str,  # noqa: F811
+    ledger_on: LedgerOn,  # noqa: F811
+) -> None:
+    with ledger_on(backend) as ledger:  # one store for every example
+        ledger.save("s", [Msg.user(f"hello world {i}", id=f"m{i}") for i in range(3)])
+        ledger.save("s", [Msg.user(f"hello world {i}", id=f"m{i}") for i in range(4)])
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            limit=_counts,
+            offset=_counts,
+            version=_counts,
+            keep=_counts,
+            expected=_counts,
+            query=_queries,
+        )
+        def check(limit: Any, offset: Any, version: Any, keep: Any, expected: Any, query: Any):
+            hits = _call(_count(limit) and _text(query), lambda: ledger.search(query, limit=limit))
+            if hits is not None and query == "hello":
+                assert len(hits) == min(limit, 4)
+            if limit is None:
+                limit = 10  # a listing's limit may be None: every row
+            listed = _call(
+                _count(limit) and _count(offset),
+                lambda: ledger.list_sessions(limit=limit, offset=offset),
+            )
+            if listed is not None:
+                assert len(listed) == (1 if offset == 0 and limit else 0)
+            # any integer is a version (one no store has is not found), anything else refused
+            _call(
+                type(version) is int or version is None, lambda: ledger.load("s", version=version)
+            )
+            _call(
+                _count(expected) or expected is None,
+                lambda: ledger.save("s", ledger.messages("s"), expected_version=expected),
+            )
+            _call(_count(keep, 1), lambda: _purge_a_copy(ledger, keep))
+
+        check()
+
+
+def _purge_a_copy(ledger: Ledger, keep: Any) -> int:
+    """Purge a fork of ``s`` (``purge_history`` forgets versions: ``s`` is left whole)."""
+    ledger.fork("s", "fork")
+    try:
+        ledger.save("fork", [Msg.user("forked", id="f")])
+        return ledger.purge_history("fork", keep_last=keep)
+    finally:
+        ledger.delete("fork")
