@@ -18,7 +18,7 @@ from agentledger.agent.events import TextDelta, ToolCallDelta, ToolCallEnd
 from agentledger.agent.interrupts import PartialReasoningPolicy, UnexecutedCallPolicy
 from agentledger.agent.react import ReActAgent
 from agentledger.agent.tools import tool
-from agentledger.errors import ModelError, SessionBusyError
+from agentledger.errors import ModelError, SessionBusyError, UserError
 from agentledger.store import MemoryStore
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing.scripted import ScriptedModel
@@ -421,3 +421,28 @@ async def test_the_model_is_sent_the_very_history_that_passed_the_check(
     await agent.run("weather?", "s")
     assert len(sent) == 2 and all(isinstance(m, tuple) for m in sent)
     assert all(s is c for s, c in zip(sent, checked, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("lease_wait", float("nan")),
+        ("lease_wait", -1),
+        ("lease_wait", "5"),
+        ("max_iters", 2.5),
+        ("max_iters", 0),
+        ("max_iters", True),
+    ],
+)
+def test_an_option_a_run_cannot_use_is_refused_when_the_agent_is_made(
+    option: str, value: object
+) -> None:
+    """Not at the first run: a NaN lease wait, say, used to fail only when a run took the
+    lease."""
+    with pytest.raises(UserError, match=option):
+        ReActAgent(ScriptedModel([]), [], store="memory://", **{option: value})
+
+
+def test_an_agent_may_wait_for_its_session_as_long_as_it_takes() -> None:
+    agent = ReActAgent(ScriptedModel([]), [], store="memory://", lease_wait=float("inf"))
+    assert agent.lease_wait == float("inf")

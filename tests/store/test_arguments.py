@@ -2,7 +2,8 @@
 
 Found by trying odd arguments on each backend: a float search limit reached SQLite as a number
 the store then read back as damage (``CorruptStoreError`` on a healthy file), a limit past
-64 bits raised ``OverflowError`` from SQLite alone, a search query holding a lone surrogate
+64 bits raised ``OverflowError`` from SQLite alone, a lease wait of ``math.inf`` raised it
+from every backend, a search query holding a lone surrogate
 raised ``UnicodeEncodeError`` from Postgres alone, a limit of 0 gave one hit on the memory and
 JSONL stores and none on the others, ``purge_history`` took ``keep_last=2.5`` and ``load`` took
 ``version=True``.
@@ -10,12 +11,15 @@ JSONL stores and none on the others, ``purge_history`` took ``keep_last=2.5`` an
 
 from __future__ import annotations
 
+import asyncio
+import math
+import threading
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentledger import Ledger, Msg
+from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import AgentLedgerError, UserError
 from agentledger.store.ids import MAX_COUNT
 from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
@@ -116,3 +120,51 @@ def _purge_a_copy(ledger: Ledger, keep: Any) -> int:
         return ledger.purge_history("fork", keep_last=keep)
     finally:
         ledger.delete("fork")
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    wait=st.one_of(
+        st.floats(max_value=0.05),
+        st.integers(-2, 0),
+        st.sampled_from([math.inf, -math.inf, math.nan, 1e300, True, "1", None]),
+    )
+)
+def test_a_lease_wait_is_a_number_of_seconds_up_to_infinity_or_refused(wait: Any) -> None:
+    """``math.inf`` waits as long as it takes (it used to raise ``OverflowError`` from
+    ``lock.acquire``); a NaN, a negative wait or a non-number is the caller's error."""
+    valid = (
+        type(wait) in (int, float) and not math.isnan(wait) and wait >= 0
+    )  # fmt: skip
+    with Ledger("memory://") as ledger:
+        _call(valid, lambda: _take(ledger.lease("s", wait=wait)))
+
+        async def take_async() -> None:
+            async with AsyncLedger(ledger).lease("s", wait=wait):
+                pass
+
+        _call(valid, lambda: asyncio.run(take_async()))
+
+
+def _take(lease: Any) -> None:
+    with lease:
+        pass
+
+
+def test_an_infinite_wait_takes_the_lease_when_it_is_given_back(
+    backend: str,  # noqa: F811
+    ledger_on: LedgerOn,  # noqa: F811
+) -> None:
+    with ledger_on(backend) as ledger:
+        taken = threading.Event()
+        with ledger.lease("s"):
+
+            def waiter() -> None:
+                with ledger.lease("s", wait=math.inf):
+                    taken.set()
+
+            thread = threading.Thread(target=waiter)
+            thread.start()
+            assert not taken.wait(0.3)  # still held: the waiter waits
+        assert taken.wait(10)
+        thread.join(10)

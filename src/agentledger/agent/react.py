@@ -73,6 +73,8 @@ from agentledger.errors import AgentLedgerError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from agentledger.store import Ledger, SessionKey, Store
 from agentledger.store.aio import AsyncLedger
+from agentledger.store.base import check_wait
+from agentledger.store.ids import check_count
 from agentledger.store.tracked import TrackedList
 from agentledger.wire import HistoryChecker
 
@@ -165,8 +167,7 @@ class ReActAgent:
             from agentledger.agent.spec import model_from_spec
 
             model = model_from_spec(model)
-        if max_iters < 1:
-            raise UserError("max_iters must be at least 1")
+        check_count(max_iters, "max_iters", minimum=1)
         self.model = model
         self.tools: dict[str, Tool] = as_tools(tools)
         self.ledger = _open_ledger(store)
@@ -177,7 +178,7 @@ class ReActAgent:
         self.reasoning_policy = reasoning_policy
         self.unexecuted_calls = unexecuted_calls
         self.on_state_loaded = on_state_loaded
-        self.lease_wait = lease_wait
+        self.lease_wait = check_wait(lease_wait, "lease_wait")
         self._runs: dict[SessionKey, _Run] = {}
         self._checkers: OrderedDict[SessionKey, HistoryChecker] = OrderedDict()
 

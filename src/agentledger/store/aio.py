@@ -16,7 +16,7 @@ from typing import Any
 
 from agentledger.errors import SessionBusyError
 from agentledger.messages import Msg
-from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo
+from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo, check_wait
 from agentledger.store.ids import DEFAULT_TENANT, check_list_name
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
@@ -208,7 +208,7 @@ class AsyncLedger:
         A task cancelled while a try runs does not leak the lease that try may still take.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(wait, 0.0)
+        deadline = loop.time() + check_wait(wait)
         pause = 0.005
         while True:
             manager = self.sync.lease(session, tenant=tenant, wait=0.0)

@@ -17,6 +17,7 @@ Third-party backends subclass ``Store`` and pass ``agentledger.testing.run_confo
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -482,7 +483,7 @@ class Store(ABC):
         """
         deadline = time.monotonic() + wait
         lock = process_lock(self.location, key)
-        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
+        if not acquire_within(lock, wait):
             raise _busy(key)
         try:
             if self.lease_dir is None:
@@ -492,6 +493,25 @@ class Store(ABC):
                 yield
         finally:
             lock.release()
+
+
+def check_wait(wait: object, name: str = "wait") -> float:
+    """``wait`` (how long a lease call may wait for a busy session) in seconds, from 0 to
+    ``math.inf`` (as long as it takes), else ``UserError``: ``lock.acquire`` refuses a timeout
+    past ``threading.TIMEOUT_MAX`` with ``OverflowError``, and a NaN compares false with any
+    deadline."""
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or math.isnan(wait) or wait < 0:
+        raise UserError(f"{name} must be a number of seconds from 0 to math.inf, got {wait!r}")
+    return float(wait)
+
+
+def acquire_within(lock: Any, wait: float) -> bool:
+    """``lock.acquire`` waiting at most ``wait`` seconds, however long (infinity included)."""
+    if wait <= 0:
+        return bool(lock.acquire(blocking=False))
+    if wait >= threading.TIMEOUT_MAX:
+        return bool(lock.acquire())
+    return bool(lock.acquire(timeout=wait))
 
 
 def _busy(key: SessionKey) -> SessionBusyError:

@@ -44,6 +44,7 @@ from agentledger.store.base import (
     StoredMsg,
     StoredState,
     VersionInfo,
+    check_wait,
     searchable_text,
 )
 from agentledger.store.cursor import check_page
@@ -817,6 +818,8 @@ class Ledger:
     def lease(
         self, session: str, *, tenant: str | None = None, wait: float = 0.0
     ) -> Iterator[None]:
-        """Hold the session's run lease (one active run per session); see ``Store.lease``."""
-        with self.store.lease(self.key(session, tenant), wait=wait):
+        """Hold the session's run lease (one active run per session); see ``Store.lease``.
+        ``wait`` is how many seconds to wait for a busy session (``math.inf``: as long as it
+        takes) before ``SessionBusyError``."""
+        with self.store.lease(self.key(session, tenant), wait=check_wait(wait)):
             yield

@@ -57,6 +57,7 @@ from agentledger.store.base import (
     StoredList,
     StoredState,
     VersionInfo,
+    acquire_within,
     check_base,
     check_blobs,
     check_title,
@@ -716,9 +717,9 @@ class PostgresStore(Store):
         or by the server when the holder's connection ends (crash, SIGKILL, lost host).
         Raises ``SessionBusyError`` if another run holds it for longer than ``wait`` seconds.
         """
-        deadline = time.monotonic() + max(wait, 0.0)
+        deadline = time.monotonic() + wait
         local = process_lock(self.location, key)  # advisory locks nest within one connection
-        if not (local.acquire(timeout=wait) if wait > 0 else local.acquire(blocking=False)):
+        if not acquire_within(local, wait):
             raise self._busy(key)
         try:
             lock = _lock_id("lease", self.schema, key.tenant, key.session)
