@@ -9,8 +9,8 @@ one message per item (``wire.responses``), so:
   ``call_id`` s, ``encrypted_content``, the model's argument strings, item kinds this code does
   not know;
 - ``add_items`` goes through the ledger's incremental save: it writes only the new rows, and
-  costs the same at 12 items or 12,000 (the session keeps its list as a ``TrackedList``, so the
-  save compares nothing it did not add);
+  does no work per item already stored (the session keeps its list as a ``TrackedList``, so the
+  save compares only what it added);
 - ``pop_item`` and ``clear_session`` commit a new version rather than delete: what they remove
   stays readable with ``ledger.load(session_id, version=v)`` (and ``ledger.history``) until the
   session's history is purged;
