@@ -167,6 +167,26 @@ def test_what_cannot_be_stored_or_loaded_is_refused_clearly() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        m.ModelRequest(parts=[m.UserPromptPart("half a pair \ud800")]),
+        m.ModelResponse(parts=[m.TextPart("x\udc00")]),
+        m.ModelRequest(parts=[m.ToolReturnPart("f", {"k": "\ud800"}, tool_call_id="c")]),
+    ],
+)
+def test_text_no_json_can_hold_is_refused_as_codec_error(message: m.ModelMessage) -> None:
+    """pydantic-ai's own serializer raises ``PydanticSerializationError`` on a lone surrogate;
+    the caller gets this library's ``CodecError`` naming the message, and nothing is stored."""
+    with pytest.raises(CodecError, match=r"messages\[1\] cannot be written as JSON"):
+        to_msgs([sample_history()[0], message])
+    with Ledger("memory://") as ledger:
+        history = LedgerHistory(ledger, "s")
+        with pytest.raises(CodecError):
+            history.save([sample_history()[0], message])
+        assert not ledger.exists("s")
+
+
 def test_without_pydantic_ai_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(sys.modules):
         if name.startswith("agentledger.integrations.pydantic_ai"):

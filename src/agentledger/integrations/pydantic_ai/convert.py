@@ -43,7 +43,7 @@ from agentledger.messages import Block, Msg, Usage, checks
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["METADATA_KEY", "from_msgs", "to_msgs"]
+__all__ = ["METADATA_KEY", "from_msgs", "json_of", "to_msgs"]
 
 METADATA_KEY = "_pydantic_ai"
 """Private ``Msg.metadata`` key holding, as JSON text, what the blocks do not carry."""
@@ -82,7 +82,7 @@ def to_msgs(
                 f"messages[{index}] must be a pydantic-ai ModelRequest or ModelResponse, "
                 f"got {type(message).__name__}"
             )
-        raw = adapter.dump_json([message])
+        raw = json_of(adapter, [message], f"messages[{index}]")
         key = hashlib.blake2b(raw, digest_size=16).digest()
         msgs = conversions.get(key) if conversions is not None else None
         if msgs is None:
@@ -94,6 +94,15 @@ def to_msgs(
             seen[msg.id] = repeats + 1
             out.append(msg.replace(id=f"{msg.id}~{repeats}") if repeats else msg)
     return out
+
+
+def json_of(adapter: Any, value: Any, what: str, **options: Any) -> bytes:
+    """pydantic-ai's JSON of ``value``, or ``CodecError`` naming ``what`` when there is none (text
+    holding a lone surrogate, which UTF-8 cannot encode, is the way a message gets here)."""
+    try:
+        return adapter.dump_json(value, **options)  # type: ignore[no-any-return]
+    except ValueError as exc:  # pydantic_core.PydanticSerializationError
+        raise CodecError(f"{what} cannot be written as JSON: {exc}") from None
 
 
 def message_key(message: ModelMessage) -> bytes:

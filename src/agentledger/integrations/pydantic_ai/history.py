@@ -39,7 +39,12 @@ from pydantic_ai.run import AgentRunResult
 from agentledger._optional import require
 from agentledger.errors import UserError
 from agentledger.integrations.pydantic_ai._cache import Conversions
-from agentledger.integrations.pydantic_ai.convert import from_msgs_grouped, message_key, to_msgs
+from agentledger.integrations.pydantic_ai.convert import (
+    from_msgs_grouped,
+    json_of,
+    message_key,
+    to_msgs,
+)
 from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
@@ -152,7 +157,9 @@ class LedgerHistory:
         else:
             messages = conversation.all_messages()
             conversation = conversation.conversation
-        rest = _conversation_type().dump_json(conversation, exclude=_NOT_KEPT).decode()
+        rest = json_of(
+            _conversation_type(), conversation, "the conversation", exclude=_NOT_KEPT
+        ).decode()
         return self.ledger.save_state(
             self.session,
             lists={self.name: to_msgs(messages, conversions=self._conversions)},
