@@ -161,6 +161,19 @@ async def test_tool_context_is_injected_not_in_schema() -> None:
     assert (await who.run(ToolUseBlock(id="c", name="who"), CTX)).text == "s/call-1/ana"
 
 
+@pytest.mark.parametrize("name", ["", "a b", "../x", "x" * 65, "caf\u00e9", "a.b", "a\n"])
+def test_a_tool_name_no_provider_takes_is_refused_when_the_tool_is_made(name: str) -> None:
+    """Such a name used to be taken, and every model request with the tool was then refused by
+    the provider (an empty name quietly became the function's own name)."""
+    with pytest.raises(UserError, match="tool name must be 1 to 64 letters"):
+        Tool(search.fn, name=name)
+
+
+def test_every_name_both_providers_take_is_a_tool_name() -> None:
+    for name in ("x" * 64, "get_weather-2", "A", "_"):
+        assert Tool(search.fn, name=name).spec.name == name
+
+
 def test_misuse_is_a_user_error() -> None:
     def star(*args: int) -> int:
         return 0

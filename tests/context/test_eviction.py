@@ -154,6 +154,14 @@ def test_limit_must_exceed_the_preview() -> None:
         ToolResultEviction("/tmp/unused", limit=100, preview=100)
 
 
+@pytest.mark.parametrize("name", ["", "read offloaded"])
+def test_the_read_tool_needs_a_name_a_provider_takes(name: str) -> None:
+    """An empty name was taken: the read tool then got its function's name, so the middleware
+    no longer knew its own tool's results and could evict what the model had just read."""
+    with pytest.raises(UserError, match="tool name"):
+        ToolResultEviction("/tmp/unused", tool_name=name)
+
+
 # -- in the agent --------------------------------------------------------------------------------
 HEAD, TAIL = "head " * 600, " tail" * 600
 

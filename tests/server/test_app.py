@@ -49,6 +49,7 @@ async def refused(client: Any, status: int, payload: Any, **kw: Any) -> str:
         (body(resume=[{"interruptId": "i1", "status": "resolved"}]), "never raised: i1"),
         (body(threadId="a\nb"), "threadId"),
         (body(tools=[{"name": "t", "description": "d", "parameters": True}]), "JSON schema"),
+        (body(tools=[{"name": "look up", "description": "d"}]), "tool name must be"),
         (
             body(messages=[{"id": "t1", "role": "tool", "toolCallId": "nope", "content": "x"}]),
             "orphan_result",

@@ -13,6 +13,7 @@ a ``name`` and a matching ``stream`` method is a model; nothing needs to subclas
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,7 +23,11 @@ from agentledger.agent.events import ModelEvent, ModelResponse
 from agentledger.errors import ModelError, UserError
 from agentledger.messages.msg import Msg
 
-__all__ = ["Model", "ModelSettings", "ToolSpec", "complete"]
+__all__ = ["TOOL_NAME", "Model", "ModelSettings", "ToolSpec", "complete"]
+
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""The tool names every provider adapter can send (OpenAI's rule; Anthropic's allows as much)."""
 
 
 def _empty_object_schema() -> dict[str, Any]:
@@ -37,8 +42,11 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
     parameters: dict[str, Any] = msgspec.field(default_factory=_empty_object_schema)
 
     def __post_init__(self) -> None:
-        if not self.name or not isinstance(self.name, str):
-            raise UserError(f"a tool needs a non-empty name, got {self.name!r}")
+        if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
+            raise UserError(
+                "a tool name must be 1 to 64 letters, digits, '_' or '-' (what OpenAI and "
+                f"Anthropic both accept: any other is refused on every request), got {self.name!r}"
+            )
         if not isinstance(self.parameters, Mapping):
             raise UserError(f"tool {self.name!r}: parameters must be a JSON schema object")
 

@@ -86,7 +86,7 @@ class Tool:
         timeout: float | None = 60.0,
     ) -> None:
         self.fn = fn
-        self.name = name or fn.__name__
+        self.name = fn.__name__ if name is None else name
         summary, param_docs = _doc_parts(fn)
         self.description = description if description is not None else summary
         self.idempotent = idempotent

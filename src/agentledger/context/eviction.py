@@ -32,6 +32,7 @@ from functools import cached_property
 
 from agentledger.agent.context import RuntimeContext
 from agentledger.agent.middleware import Middleware
+from agentledger.agent.model import ToolSpec
 from agentledger.agent.tools import Tool, ToolContext
 from agentledger.context.marks import NOTE_KEY, preview_mark
 from agentledger.context.offload import (
@@ -86,7 +87,7 @@ class ToolResultEviction(Middleware):
         self.filesystem: OffloadFilesystem = filesystem
         self.limit = limit
         self.preview = preview
-        self.tool_name = tool_name
+        self.tool_name = ToolSpec(name=tool_name).name  # a name every provider takes
 
     # -- over any list ---------------------------------------------------------------------
     def evict(
