@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import AgentLedgerError, UserError
-from agentledger.store.ids import MAX_COUNT
+from agentledger.messages.checks import MAX_COUNT
 from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
 
 _counts = st.one_of(

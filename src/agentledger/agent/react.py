@@ -70,11 +70,10 @@ from agentledger.agent.middleware import Middleware
 from agentledger.agent.model import Model, ModelSettings
 from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools
 from agentledger.errors import AgentLedgerError, ModelError, UserError
-from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
+from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, checks, new_id
 from agentledger.store import Ledger, SessionKey, Store
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.base import check_wait
-from agentledger.store.ids import check_count
 from agentledger.store.tracked import TrackedList
 from agentledger.wire import HistoryChecker
 
@@ -167,7 +166,7 @@ class ReActAgent:
             from agentledger.agent.spec import model_from_spec
 
             model = model_from_spec(model)
-        check_count(max_iters, "max_iters", minimum=1)
+        checks.count("ReActAgent", "max_iters", max_iters, minimum=1)
         self.model = model
         self.tools: dict[str, Tool] = as_tools(tools)
         self.ledger = _open_ledger(store)

@@ -102,14 +102,17 @@ def flag(owner: str, field: str, value: Any) -> bool:
     return value
 
 
-def count(owner: str, field: str, value: Any) -> int:
-    """A token count: an ``int`` (not a ``bool``) from 0 to ``MAX_COUNT``."""
+def count(owner: str, field: str, value: Any, *, minimum: int = 0) -> int:
+    """A count (tokens, a limit, a version): an ``int`` (not a ``bool``) from ``minimum`` to
+    ``MAX_COUNT``, what SQLite's INTEGER and Postgres's bigint hold, so that every backend reads
+    it the same way (a float search limit once reached SQLite as a number it read back as
+    damage)."""
     if type(value) is not int:
         if not isinstance(value, int) or isinstance(value, bool):
             raise UserError(f"{owner}.{field} must be an int, got {_kind(value)}")
         value = int.__int__(value)  # an int subclass such as an IntEnum member: its number
-    if not 0 <= value <= MAX_COUNT:
-        raise UserError(f"{owner}.{field} must be from 0 to 2**63 - 1, got {value}")
+    if not minimum <= value <= MAX_COUNT:
+        raise UserError(f"{owner}.{field} must be from {minimum} to 2**63 - 1, got {value}")
     return value
 
 

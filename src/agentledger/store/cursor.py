@@ -27,7 +27,8 @@ from operator import attrgetter
 from typing import NamedTuple, Protocol, TypeVar
 
 from agentledger.errors import InvalidIdError, UserError
-from agentledger.store.ids import MAX_ID_LENGTH, check_count, check_id
+from agentledger.messages import checks
+from agentledger.store.ids import MAX_ID_LENGTH, check_id
 
 __all__ = ["Keyset", "check_page", "decode_cursor", "encode_cursor", "newest_first"]
 
@@ -91,8 +92,8 @@ def check_page(limit: object, offset: object, after: object, tenant: str) -> Key
     arguments are known good: ``limit`` None or a count, ``offset`` a count, not both an
     ``offset`` and ``after`` (a cursor already says where the page starts)."""
     if limit is not None:
-        check_count(limit, "limit")
-    check_count(offset, "offset")
+        checks.count("list_sessions", "limit", limit)
+    checks.count("list_sessions", "offset", offset)
     if after is None:
         return None
     if offset:

@@ -1,5 +1,4 @@
-"""Session, tenant and list names, and the counts a call takes: what is accepted, and how an id
-becomes a file name.
+"""Session, tenant and list names: what is accepted, and how an id becomes a file name.
 
 Ids are any printable text up to 256 characters, so callers can use their own keys (emails, URLs,
 UUIDs) unchanged. Anything that reaches a file path goes through ``path_component``, an injective
@@ -12,16 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-from agentledger.errors import InvalidIdError, UserError
+from agentledger.errors import InvalidIdError
 
-__all__ = [
-    "DEFAULT_TENANT",
-    "MAX_COUNT",
-    "check_count",
-    "check_id",
-    "check_list_name",
-    "path_component",
-]
+__all__ = ["DEFAULT_TENANT", "check_id", "check_list_name", "path_component"]
 
 DEFAULT_TENANT = "default"
 MAX_ID_LENGTH = 256
@@ -48,21 +40,6 @@ def check_list_name(value: object) -> str:
     if not isinstance(value, str) or not _LIST_NAME.fullmatch(value):
         raise InvalidIdError(f"list name must match [A-Za-z0-9_.-]{{1,64}}, got {value!r}")
     return value
-
-
-MAX_COUNT = 2**63 - 1
-"""The largest version, limit or offset: what SQLite's INTEGER and Postgres's bigint hold."""
-
-
-def check_count(value: object, name: str, *, minimum: int = 0) -> int:
-    """``value`` if it is a whole number from ``minimum`` to ``MAX_COUNT`` (not a bool, not a
-    float), else ``UserError`` naming the argument: every backend then reads it the same way
-    (a float limit once reached SQLite as a number it read back as damage)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise UserError(f"{name} must be an integer, got {type(value).__name__}")
-    if not minimum <= value <= MAX_COUNT:
-        raise UserError(f"{name} must be from {minimum} to 2**63 - 1, got {value}")
-    return int(value)
 
 
 def path_component(value: str) -> str:

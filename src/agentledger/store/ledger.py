@@ -48,7 +48,7 @@ from agentledger.store.base import (
     searchable_text,
 )
 from agentledger.store.cursor import check_page
-from agentledger.store.ids import DEFAULT_TENANT, MAX_COUNT, check_count, check_id, check_list_name
+from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice_into
 from agentledger.store.ranks import RankPlan, plan_ranks
@@ -264,7 +264,7 @@ class Ledger:
         if version is not None:
             if not isinstance(version, int) or isinstance(version, bool):
                 raise UserError(f"version must be an integer, got {type(version).__name__}")
-            if not 0 <= version <= MAX_COUNT:  # read by no store: none has such a version
+            if not 0 <= version <= checks.MAX_COUNT:  # read by no store: none has such a version
                 raise VersionNotFoundError(f"session {session!r} has no version {version}")
         return self._load(self.key(session, tenant), version)
 
@@ -457,7 +457,7 @@ class Ledger:
         """Live messages of a tenant whose text matches ``query``, at most ``limit`` of them."""
         tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
         query = checks.text("search", "query", query)
-        if check_count(limit, "limit") == 0:
+        if checks.count("search", "limit", limit) == 0:
             return []
         return self.store.search(tenant, query, limit=limit)
 
@@ -503,7 +503,7 @@ class Ledger:
         """
         key = self.key(session, tenant)
         if expected_version is not None:
-            check_count(expected_version, "expected_version")
+            checks.count("save", "expected_version", expected_version)
         # The caller's lists are read, not copied (a copy touches every message: see
         # ``planner.splice_into``). What is committed and remembered is what the plan read: the
         # committed messages it kept and the new ones it wrote, whatever another thread does to
@@ -729,7 +729,7 @@ class Ledger:
 
     def purge_history(self, session: str, *, keep_last: int = 1, tenant: str | None = None) -> int:
         """Forget what only versions older than the last ``keep_last`` need."""
-        check_count(keep_last, "keep_last (versions kept, the current one included)", minimum=1)
+        checks.count("purge_history", "keep_last", keep_last, minimum=1)  # the current one too
         return self.store.purge_history(self.key(session, tenant), keep_last)
 
     def fork(
