@@ -34,7 +34,6 @@ from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import MissingDependencyError, UserError
 from agentledger.integrations.openai_agents import LedgerSession
 from agentledger.messages import ToolUseBlock
-from agentledger.store import ledger as ledger_module
 
 MakeSession = Callable[..., Any]
 KINDS = ["sdk-sqlite", "ledger-sqlite", "ledger-jsonl", "ledger-memory"]
@@ -296,19 +295,11 @@ async def test_appends_write_only_the_new_rows() -> None:
 
 
 async def test_an_append_compares_only_the_items_it_adds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, compared: list[int]
 ) -> None:
     """The session keeps its list as a ``TrackedList``: however long the session, a save after
     ``add_items`` compares only the new messages with the store, after a reload too; pop and
     clear compare nothing they did not change."""
-    compared: list[int] = []
-    real = ledger_module.diff_list
-
-    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
-        compared.append(len(new) - unchanged)
-        return real(committed, new, known, unchanged=unchanged)
-
-    monkeypatch.setattr(ledger_module, "diff_list", spy)
     url = f"sqlite:///{tmp_path / 'long.db'}"
     with Ledger(url) as ledger:
         await LedgerSession("s", ledger).add_items(_chat(*(f"m{i}" for i in range(500))))

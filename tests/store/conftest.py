@@ -1,6 +1,6 @@
-"""Fixtures shared by the ``jsonl://`` tests (``test_jsonl*.py``); ``persistent_url``: a
-fresh JSONL, SQLite or Postgres store for tests that open it from other processes or threads;
-and ``compared``: how many messages each save's diff compared."""
+"""Fixtures shared by the ``jsonl://`` tests (``test_jsonl*.py``), and ``persistent_url``: a
+fresh JSONL, SQLite or Postgres store for tests that open it from other processes or threads
+(``compared``, how many messages each save's diff compared, is in ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from agentledger.store import Ledger
-from agentledger.store import ledger as ledger_module
 from agentledger.store.jsonl import JsonlStore
 from tests.store.backends import BACKENDS, store_url
 
@@ -39,18 +38,3 @@ def ledgers(root: Path) -> Iterator[Callable[..., Ledger]]:
 def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with store_url(request.param, tmp_path) as found:
         yield found
-
-
-@pytest.fixture
-def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Fills with the number of messages each save compares with the committed list (the
-    ones its diff did not take as unchanged)."""
-    counts: list[int] = []
-    real = ledger_module.diff_list
-
-    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
-        counts.append(len(new) - unchanged)
-        return real(committed, new, known, unchanged=unchanged)
-
-    monkeypatch.setattr(ledger_module, "diff_list", spy)
-    return counts

@@ -1,0 +1,22 @@
+"""Fixtures for every test package: ``compared``, how many messages each save's diff compared."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentledger.store import ledger as ledger_module
+
+
+@pytest.fixture
+def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Fills with the number of messages each save compares with the committed list (the
+    ones its diff did not take as unchanged)."""
+    counts: list[int] = []
+    real = ledger_module.diff_list
+
+    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
+        counts.append(len(new) - unchanged)
+        return real(committed, new, known, unchanged=unchanged)
+
+    monkeypatch.setattr(ledger_module, "diff_list", spy)
+    return counts
