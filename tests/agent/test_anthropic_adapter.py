@@ -345,6 +345,37 @@ async def test_text_that_is_not_unicode_is_the_provider_s_error(
         await collect(model, HELLO)
 
 
+NOT_COUNTS = [
+    (1.5, "an int, got float"),
+    (-1, "from 0 to"),
+    (2**70, "from 0 to"),
+    ([1], "an int, got list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "where"),
+    [
+        ("input_tokens", "start"),
+        ("cache_read_input_tokens", "start"),
+        ("cache_creation_input_tokens", "start"),
+        ("output_tokens", "delta"),
+    ],
+)
+@pytest.mark.parametrize(("value", "said"), NOT_COUNTS)
+async def test_a_token_count_that_is_not_a_count_is_malformed(
+    server: FakeServer, model: AnthropicModel, field: str, where: str, value: Any, said: str
+) -> None:
+    """Usage is read, not guessed: a count the SDK hands over as a fraction, a negative or a
+    list is the provider's error, never counted as 0 (a fraction once was, silently)."""
+    start, delta = message_start(), message_delta("end_turn", 1)
+    (start["message"] if where == "start" else delta)["usage"][field] = value
+    text = [block_start(0, {"type": "text", "text": ""}), block_stop(0)]
+    server.reply(anthropic_sse([start, *text, delta, message_stop()]))
+    with pytest.raises(ModelError, match=f"malformed.*usage.{field} must be {said}"):
+        await collect(model, HELLO)
+
+
 async def test_delta_for_unknown_block(server: FakeServer, model: AnthropicModel) -> None:
     server.reply(
         anthropic_sse([message_start(), block_delta(5, {"type": "text_delta", "text": "?"})])

@@ -24,7 +24,7 @@ from agentledger.agent import (
 )
 from agentledger.agent.providers import OpenAIChatModel
 from agentledger.errors import HistoryError, ModelError, UserError
-from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage
 from agentledger.wire import to_openai
 from tests.agent.fake_servers import (
     FakeServer,
@@ -365,6 +365,55 @@ async def test_text_that_is_not_unicode_is_the_provider_s_error(
     server.reply(openai_sse([*events, chunk({}, finish="stop"), usage_chunk(1, 1)]))
     with pytest.raises(ModelError, match=f"sent a {what} that is not valid Unicode"):
         await collect(model, HELLO)
+
+
+NOT_COUNTS = [
+    (1.5, "an int, got float"),
+    (-1, "from 0 to"),
+    (2**70, "from 0 to"),
+    ([1], "an int, got list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ((), "prompt_tokens"),
+        ((), "completion_tokens"),
+        (("prompt_tokens_details",), "cached_tokens"),
+        (("completion_tokens_details",), "reasoning_tokens"),
+    ],
+)
+@pytest.mark.parametrize(("value", "said"), NOT_COUNTS)
+async def test_a_token_count_that_is_not_a_count_is_malformed(
+    server: FakeServer,
+    model: OpenAIChatModel,
+    path: tuple[str, ...],
+    field: str,
+    value: Any,
+    said: str,
+) -> None:
+    """Usage is read, not guessed: a count the SDK hands over as a fraction, a negative or a
+    list is the server's error, never counted as 0 (a fraction once was, silently)."""
+    usage = usage_chunk(3, 4)
+    counts = usage["usage"]
+    for key in path:
+        counts = counts[key]
+    counts[field] = value
+    server.reply(openai_sse([chunk({"content": "x"}), chunk({}, finish="stop"), usage]))
+    with pytest.raises(ModelError, match=f"malformed.*usage.{field} must be {said}"):
+        await collect(model, HELLO)
+
+
+async def test_a_null_token_count_is_none_reported(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    usage = usage_chunk(3, 4)
+    usage["usage"]["prompt_tokens_details"] = None
+    usage["usage"]["completion_tokens"] = None
+    server.reply(openai_sse([chunk({"content": "x"}), chunk({}, finish="stop"), usage]))
+    final = (await collect(model, HELLO))[-1]
+    assert final.message.usage == Usage(input_tokens=3)
 
 
 async def test_error_object_mid_stream(server: FakeServer, model: OpenAIChatModel) -> None:

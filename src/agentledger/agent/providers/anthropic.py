@@ -44,6 +44,7 @@ from agentledger.agent.providers.anthropic_request import (
     thinking_allowed,
 )
 from agentledger.errors import ModelError, UserError
+from agentledger.messages import checks
 from agentledger.messages.msg import Msg, Usage
 from agentledger.wire.anthropic import to_anthropic
 from agentledger.wire.tool_ids import ToolIds
@@ -344,8 +345,8 @@ class _EventReader:
             "cache_creation_input_tokens",
         ):
             value = getattr(usage, field, None)
-            if isinstance(value, int):
-                self.usage[field] = value  # message_delta counts are cumulative
+            if value is not None:  # message_delta counts are cumulative
+                self.usage[field] = checks.count("usage", field, value)  # else malformed
         u = self.usage
         cache_read = u.get("cache_read_input_tokens", 0)
         cache_write = u.get("cache_creation_input_tokens", 0)

@@ -35,6 +35,7 @@ from agentledger.agent.model import ModelSettings, ToolSpec
 from agentledger.agent.providers import malformed, status_error
 from agentledger.agent.providers._base import ProviderModel
 from agentledger.errors import ModelError, UserError
+from agentledger.messages import checks
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
 from agentledger.wire.openai import to_openai
@@ -345,9 +346,12 @@ class _ChunkReader:
 
 
 def _usage(usage: Any) -> Usage:
+    """The stream's token counts; a count that is absent or null is 0, and one that is not a
+    count (a fraction, a negative, a list) makes the event malformed, rather than 0."""
+
     def count(obj: Any, field: str) -> int:
         value = getattr(obj, field, None) if obj is not None else None
-        return value if isinstance(value, int) else 0
+        return 0 if value is None else checks.count("usage", field, value)
 
     return Usage(
         input_tokens=count(usage, "prompt_tokens"),
