@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 from typing import Any
 
@@ -30,6 +29,7 @@ from agentledger.wire import (
     tool_message_id,
 )
 from tests.messages.strategies import assert_round_trip
+from tests.wire.agui_strategies import agui_message
 
 core = pytest.importorskip("ag_ui.core")
 from pydantic import TypeAdapter  # noqa: E402
@@ -260,10 +260,6 @@ def test_user_and_tool_content_round_trips(parts: list, n_results: int) -> None:
 
 
 # -- every AG-UI message a client can send comes back unchanged (issue 13, item 5) ------------
-def normalized(d: dict[str, Any]) -> dict[str, Any]:
-    return _adapter.validate_python(d).model_dump(by_alias=True, mode="json")
-
-
 def test_client_reasoning_id_comes_back() -> None:
     sent = [
         {"id": "u", "role": "user", "content": "hi"},
@@ -338,111 +334,6 @@ def test_a_fix_never_patches_an_edited_message_back() -> None:
     assert to_agui([msg])[0]["content"] == [{"type": "text", "text": "x"}]
     edited = msg.replace(content="y")  # same metadata (and fix), new content
     assert to_agui([edited]) == [{"id": "u", "role": "user", "content": "y"}]
-
-
-_json_leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**63 - 1),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=6),
-)
-_json = st.recursive(
-    _json_leaf,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(
-            st.sampled_from(["k", "_p", "agentledger", "$bytes", "$map"]), inner, max_size=3
-        ),
-    ),
-    max_leaves=6,
-)
-_ids = st.one_of(
-    st.sampled_from(["a", "b", "t", "t:1", "a:reasoning:0", "a:reasoning:1", "r-1", "c"]),
-    st.text(min_size=1, max_size=8),
-)
-
-
-def _optional(**fields: st.SearchStrategy) -> st.SearchStrategy[dict[str, Any]]:
-    return st.fixed_dictionaries({}, optional=fields)
-
-
-# agentledger refuses control characters in a media URL or file handle (they are never part of
-# one, and NUL once marked internal references): such a message is refused, tested below.
-_locator = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=6)
-_source = st.one_of(
-    st.fixed_dictionaries(
-        {
-            "type": st.just("data"),
-            "value": st.binary(max_size=6).map(lambda b: base64.b64encode(b).decode()),
-            "mimeType": st.text(max_size=5),
-        }
-    ),
-    st.fixed_dictionaries(
-        {"type": st.just("url"), "value": _locator},
-        optional={"mimeType": st.text(max_size=5)},
-    ),
-    st.fixed_dictionaries(
-        {"type": st.just("file"), "value": _locator},
-        optional={"mimeType": st.text(max_size=5), "provider": st.text(max_size=5)},
-    ),
-)
-_part = st.one_of(
-    st.fixed_dictionaries(
-        {"type": st.just("text"), "text": st.text(max_size=6)},
-        optional={"id": st.text(max_size=3), "metadata": _json},
-    ),
-    st.fixed_dictionaries(
-        {"type": st.sampled_from(["image", "audio", "video", "document"]), "source": _source},
-        optional={"id": st.text(max_size=3), "metadata": _json},
-    ),
-)
-_content = st.one_of(st.text(max_size=8), st.lists(_part, max_size=3))
-_common = {
-    "encryptedValue": st.text(max_size=4),
-    "metadata": st.dictionaries(st.sampled_from(["k", "_p", "agentledger"]), _json, max_size=2),
-    "subagentRunId": st.text(max_size=3),
-    "extraField": _json,
-}
-_call = st.fixed_dictionaries(
-    {
-        "id": _ids,
-        "type": st.just("function"),
-        "function": st.fixed_dictionaries(
-            {
-                "name": st.text(max_size=4),
-                "arguments": st.sampled_from(['{"x":1}', "{}", "{bad", ""]),
-            }
-        ),
-    },
-    optional={"encryptedValue": st.text(max_size=3), "metadata": _common["metadata"]},
-)
-
-
-@st.composite
-def agui_message(draw: st.DrawFn) -> dict[str, Any]:
-    role = draw(st.sampled_from(["developer", "system", "user", "assistant", "tool", "reasoning"]))
-    d: dict[str, Any] = {"id": draw(_ids), "role": role}
-    extra = dict(_common)
-    if role in ("developer", "system", "reasoning"):
-        d["content"] = draw(st.text(max_size=8))
-    elif role == "user":
-        d["content"] = draw(_content)
-    elif role == "tool":
-        d["toolCallId"] = draw(st.text(min_size=1, max_size=3))
-        d["content"] = draw(_content)
-        extra["error"] = st.text(max_size=8)
-    else:
-        extra["content"] = st.text(max_size=8)
-        extra["toolCalls"] = st.lists(_call, max_size=2)
-    if role in ("developer", "system", "user", "assistant"):
-        extra["name"] = st.text(max_size=3)
-    if role == "reasoning":
-        extra["metadata"] = st.one_of(
-            _common["metadata"], st.just({"agentledger": {"redacted": True}})
-        )
-    d.update(draw(_optional(**extra)))
-    return normalized(d)
 
 
 @given(st.lists(agui_message(), max_size=6))
