@@ -21,7 +21,7 @@ from agentledger.store.aio import AsyncLedger
 from tests.server.model_server import ModelServer
 
 core = pytest.importorskip("ag_ui.core")
-from pydantic import TypeAdapter  # noqa: E402
+from pydantic import BaseModel, TypeAdapter  # noqa: E402
 
 _events = TypeAdapter(core.Event)
 _FRAME = re.compile(r"data: (\{.*\})\n\n")
@@ -70,27 +70,30 @@ def parse_frames(body: str) -> list[dict[str, Any]]:
         event = json.loads(match.group(1))
         model = _events.validate_python(event)
         assert model.model_dump(by_alias=True, mode="json") == event
-        assert not _has_null(_protocol_fields(event)), raw
+        assert not _nulls(model), (_nulls(model), raw)
         events.append(event)
     check_order(events)
     return events
 
 
-def _protocol_fields(event: dict[str, Any]) -> dict[str, Any]:
-    """``event`` without the application's own JSON (the state), where ``null`` is a value."""
-    if event["type"] in ("STATE_SNAPSHOT", "STATE_DELTA"):
-        return {k: v for k, v in event.items() if k not in ("snapshot", "delta")}
-    return event
+_STATE = frozenset(("snapshot", "delta"))  # STATE_SNAPSHOT's and STATE_DELTA's JSON
 
 
-def _has_null(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, dict):
-        return any(_has_null(v) for v in value.values())
+def _nulls(value: Any, path: str = "") -> list[str]:
+    """Where a protocol field of ``value`` (a parsed ``ag_ui.core`` model) was written as
+    ``null``. The application's own JSON (state, message metadata, activity content, unknown
+    fields a client sent) is not walked: ``null`` is a value there."""
     if isinstance(value, list):
-        return any(_has_null(v) for v in value)
-    return False
+        return [p for i, v in enumerate(value) for p in _nulls(v, f"{path}[{i}]")]
+    if not isinstance(value, BaseModel):
+        return []
+    found = []
+    for name in type(value).model_fields:
+        field_value = getattr(value, name)
+        if field_value is None and name in value.model_fields_set and name not in _STATE:
+            found.append(f"{path}.{name}")
+        found += _nulls(field_value, f"{path}.{name}")
+    return found
 
 
 def check_order(events: list[dict[str, Any]]) -> None:

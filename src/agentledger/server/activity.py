@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentledger.messages.values import thaw
+from agentledger.server.same import same_json
 
 __all__ = ["ACTIVITY_VALUE", "Entry", "interleave", "merged", "split"]
 
@@ -56,7 +57,7 @@ def merged(stored: Any, incoming: Sequence[Entry]) -> list[Entry] | None:
             index[entry["message"]["id"]] = len(out)
             out.append(entry)
             changed = True
-        elif out[k] != entry:
+        elif not same_json(out[k], entry):
             out[k] = entry
             changed = True
     return out if changed else None

@@ -23,6 +23,7 @@ from agentledger.messages import Msg, ToolResultBlock
 from agentledger.server.activity import ACTIVITY_VALUE, merged, split
 from agentledger.server.merge import Merge, Merger
 from agentledger.server.parse import NO_STATE, RunRequest
+from agentledger.server.same import same_json
 from agentledger.store.aio import AsyncLedger
 from agentledger.wire import check
 from agentledger.wire.agui import to_agui
@@ -81,7 +82,7 @@ _CLIENT_VALUES = {STATE_VALUE: "RunAgentInput.state", ACTIVITY_VALUE: "the activ
 def _replaces(sent: Any, stored: Any) -> bool:
     """Whether the client's state is stored: it was sent, it differs, and it is not the empty
     object a fresh reference client sends by default over a thread's non-empty state."""
-    if sent is NO_STATE or sent == stored:
+    if sent is NO_STATE or same_json(sent, stored):
         return False
     return not (sent == {} and stored not in (NO_STATE, None, {}))
 

@@ -25,7 +25,8 @@ thread is loaded under the run lease:
 - **Nothing new:** the run hydrates the client (snapshots only, no model call).
 
 Comparisons are made in AG-UI form (``to_agui`` of the stored message against the client's
-canonical dict), which ``wire.agui`` makes exact for every message a client can send.
+canonical dict, as JSON values: ``server.same``), which ``wire.agui`` makes exact for every
+message a client can send.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 from agentledger.agent.lifecycle import unanswered_calls
 from agentledger.errors import UserError
 from agentledger.messages import Msg
+from agentledger.server.same import same_json
 from agentledger.wire.agui import from_agui, to_agui
 
 __all__ = ["Merge", "Merger"]
@@ -98,7 +100,7 @@ class Merger:
         n = len(self.views)
         if not n or len(self.incoming) < n or self.incoming[n - 1]["id"] != self.views[-1][0]["id"]:
             return 0
-        if all(d == v for d, (v, _) in zip(self.incoming, self.views)):
+        if all(map(same_json, self.incoming, (v for v, _ in self.views))):
             return n
         return 0
 
@@ -106,7 +108,7 @@ class Merger:
         known = self.by_id.get(d["id"])
         if known is not None:
             view, i = known
-            if d == view:
+            if same_json(d, view):
                 return _KNOWN, i
             if d["role"] == view["role"] and view["role"] in _CLIENT_ROLES:
                 return _EDIT, i  # until the history says it is only an old copy
@@ -134,7 +136,7 @@ class Merger:
         kinds = list(self.kinds)
         for k, (kind, i) in enumerate(kinds):
             d = self.incoming[k]
-            if kind in (_EDIT, _NEW) and d in earlier.get(d["id"], ()):
+            if kind in (_EDIT, _NEW) and any(same_json(d, e) for e in earlier.get(d["id"], ())):
                 kinds[k] = (_KNOWN, i)  # a form the server held once: an old copy
             elif kind == _NEW and d["id"] in earlier:
                 kinds[k] = (_KNOWN, i)  # a message the server removed itself
