@@ -315,6 +315,57 @@ async def test_an_append_compares_only_the_items_it_adds(
         assert await LedgerSession("s", Ledger(url)).get_items() == []
 
 
+async def test_a_message_is_converted_to_items_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Runner reads the whole session every turn: ``get_items`` converts a message the
+    first time and decodes the JSON it kept after that (it converted all 500 every time), and
+    every call gets new dicts, so changing one result changes nothing else."""
+    import agentledger.integrations.openai_agents as module
+
+    converted: list[int] = []
+    real = module.to_responses
+
+    def counting(msgs: Any) -> Any:
+        msgs = list(msgs)
+        converted.append(len(msgs))
+        return real(msgs)
+
+    monkeypatch.setattr(module, "to_responses", counting)
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    with Ledger(url) as ledger:
+        await LedgerSession("s", ledger).add_items(_chat(*(f"m{i}" for i in range(500))))
+    with Ledger(url) as ledger:
+        session = LedgerSession("s", ledger)
+        first = await session.get_items()
+        assert sum(converted) == 500
+        first[0]["content"] = "changed by the caller"
+        converted.clear()
+        again = await session.get_items()
+        assert again[0]["content"] == "m0"
+        assert again == await LedgerSession("s", Ledger(url)).get_items()
+        converted.clear()
+        await session.add_items(_chat("new"))
+        assert await session.get_items(limit=2) == [again[-1], _chat("new")[0]]
+        assert converted == [1]  # only the new message
+
+
+async def test_a_reader_never_gets_items_another_writer_replaced(tmp_path: Path) -> None:
+    """What is kept of a message is keyed by its content: after another writer pops and
+    re-adds, a reading session shows exactly what was committed, and what it keeps stays
+    about as large as its list."""
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    with Ledger(url) as writer_ledger, Ledger(url) as reader_ledger:
+        writer, reader = LedgerSession("s", writer_ledger), LedgerSession("s", reader_ledger)
+        for round_ in range(100):
+            await writer.add_items(_chat(f"q{round_}", f"a{round_}"))
+            await writer.pop_item()
+            await writer.add_items([{"role": "assistant", "content": f"b{round_}"}])
+            assert await reader.get_items() == await writer.get_items()
+            await writer.clear_session()
+        assert len(reader._items) <= 4 * 2 + 128  # a memory bound: 200 without the trim
+
+
 async def test_a_commit_that_fails_leaves_none_of_its_change_in_the_session(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
