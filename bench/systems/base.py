@@ -18,7 +18,9 @@ D  reload: load into a fresh object; check ids and the edits (median of up to ``
    into its own fresh object). A system whose load defers decoding (agentledger's) also reports
    the first read of every message after a load: the median over the first ``READS`` reloads,
    each read before the next reload (one sample varied by 40% between runs, with the garbage
-   collector's timing).
+   collector's timing). Then, on the same object, the read a framework makes on every turn of
+   a live session (the Agents SDK's Runner calls ``get_items`` each run): load again, every
+   message read (median of ``AGAIN``).
 
 Standard library only (peer systems run in their own virtual environment).
 """
@@ -42,6 +44,7 @@ EDITS = 5  # tool results edited in B (the middle one first), for a median
 REPEATS = 5  # no-op saves in C
 RELOADS = 7  # reloads in D, each into a fresh object (a fast one varies most run to run)
 READS = 3  # of them read whole once (the first read of a reload, median)
+AGAIN = 5  # loads again on the first reload's object, each read whole
 REPEAT_BUDGET = 1.0  # seconds: no further samples once a scenario's samples took this long
 
 
@@ -408,12 +411,15 @@ def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
     reset_peak_rss()
     reloads: list[Op] = []
     reads: list[Op] = []
+    again: list[Op] = []
     for _ in range(RELOADS):
         handle = system.open()
         reloads.append(measure(lambda: system.load(handle)))  # noqa: B023
-        system.close(handle)
         if len(reads) < READS:
             reads.append(measure(lambda: system.read_all(reloads[-1].value)))
+        while len(again) < AGAIN:
+            again.append(measure(lambda: system.read_all(system.load(handle))))  # noqa: B023
+        system.close(handle)
         if len(reloads) > 1:
             reloads[-1].value = None  # only the first is checked; let the others go
         if sum(op.seconds for op in reloads) > REPEAT_BUDGET:
@@ -426,6 +432,7 @@ def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
             ),
             "seconds": statistics.median(op.seconds for op in reloads),
             "seconds_first": reloads[0].seconds,
+            "again_seconds": statistics.median(op.seconds for op in again),
             "samples": len(reloads),
             "peak_rss": peak_rss(),
             "store_bytes": system.storage_bytes(),
