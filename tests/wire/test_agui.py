@@ -366,3 +366,41 @@ def test_a_media_locator_with_control_characters_is_refused(kind: str) -> None:
     part = {"type": "image", "source": {"type": kind, "value": "\x00blob:" + "ab" * 16}}
     with pytest.raises(UserError, match="control character"):
         from_agui([{"id": "u", "role": "user", "content": [part]}])
+
+
+def _texts(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], bool]]:
+    """Where ``value`` holds text: (path, True) for a key, (path, False) for a string."""
+    if isinstance(value, str):
+        return [(path, False)]
+    if isinstance(value, dict):
+        found = [((*path, key), True) for key in value]
+        return found + [t for key, item in value.items() for t in _texts(item, (*path, key))]
+    if isinstance(value, list):
+        return [t for i, item in enumerate(value) for t in _texts(item, (*path, i))]
+    return []
+
+
+def _with_surrogate(value: Any, path: tuple[Any, ...], in_key: bool) -> Any:
+    """A copy of ``value`` with a lone surrogate added to the key or string at ``path``."""
+    if not path:
+        return value + "\ud800"
+    head, rest = path[0], path[1:]
+    if isinstance(value, list):
+        return [_with_surrogate(v, rest, in_key) if i == head else v for i, v in enumerate(value)]
+    if in_key and not rest:
+        return {(k + "\udfff" if k == head else k): v for k, v in value.items()}
+    return {k: _with_surrogate(v, rest, in_key) if k == head else v for k, v in value.items()}
+
+
+@given(st.lists(agui_message(), min_size=1, max_size=3), st.data())
+def test_text_utf8_cannot_encode_is_refused_by_where_the_client_put_it(
+    sent: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """A lone surrogate anywhere in a client's message, in a string or a key, is refused with
+    ``UserError`` naming the message and the place in it (it was named by an internal
+    ``_agui.patch`` path, or, in a key, escaped as pydantic's own serialization error)."""
+    index = data.draw(st.integers(0, len(sent) - 1))
+    path, in_key = data.draw(st.sampled_from(_texts(sent[index])))
+    sent[index] = _with_surrogate(sent[index], path, in_key)
+    with pytest.raises(UserError, match=rf"^message {index} "):
+        from_agui(sent)

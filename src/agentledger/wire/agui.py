@@ -44,6 +44,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import msgspec
+
 from agentledger._optional import require
 from agentledger.errors import CodecError, UserError
 from agentledger.messages.blocks import (
@@ -59,6 +61,7 @@ from agentledger.messages.blocks import (
     VideoBlock,
 )
 from agentledger.messages.msg import Msg
+from agentledger.messages.values import freeze_map
 from agentledger.wire._agui_fixes import FIX_KEY, apply_fix, make_fix
 from agentledger.wire.private import (
     PROVIDER_FILE_KEY,
@@ -79,6 +82,8 @@ __all__ = [
     "to_agui_models",
     "tool_message_id",
 ]
+
+_json_text = msgspec.json.Encoder().encode
 
 NS = "agentledger"  # metadata key for what AG-UI has no field for
 _REASONING = ":reasoning:"
@@ -271,16 +276,28 @@ def normalize_agui(message: Mapping[str, Any] | Any, index: int = 0) -> dict[str
     ``binary`` parts are upgraded to 1.0 media parts first, as the reference client does.
     Raises ``UserError`` naming the message and the field."""
     if hasattr(message, "model_dump"):
-        return message.model_dump(by_alias=True, mode="json")  # type: ignore[no-any-return]
+        d = _dumped(message, index)
+        _check_text(d, index)
+        return d
     if not isinstance(message, Mapping):
         raise UserError(f"message {index} is a {type(message).__name__}, not a JSON object")
+    _check_text(message, index)
     from pydantic import ValidationError
 
     try:
         model = _message_adapter().validate_python(_upgrade_legacy(message))
     except ValidationError as exc:
         raise UserError(f"message {index} is not a valid AG-UI message: {brief(exc)}") from None
-    return model.model_dump(by_alias=True, mode="json")  # type: ignore[no-any-return]
+    return _dumped(model, index)
+
+
+def _dumped(model: Any, index: int) -> dict[str, Any]:
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        return model.model_dump(by_alias=True, mode="json")  # type: ignore[no-any-return]
+    except PydanticSerializationError as exc:  # a key with a lone surrogate, say
+        raise UserError(f"message {index} cannot be written as JSON: {exc}") from None
 
 
 def brief(exc: Any) -> str:
@@ -315,6 +332,20 @@ def from_agui(messages: Iterable[Mapping[str, Any] | Any]) -> list[Msg]:
             raise UserError(f"message {index} cannot be stored: {exc}") from None
     reader.flush()
     return reader.with_fixes()
+
+
+def _check_text(d: Mapping[str, Any], index: int) -> None:
+    """Refuse a message holding text UTF-8 cannot encode (a lone surrogate) by where it is in
+    the message: found later, it would be named by where the message keeps it."""
+    try:
+        _json_text(d)
+    except UnicodeEncodeError:
+        try:
+            freeze_map(d, f"message {index}")
+        except CodecError as exc:
+            raise UserError(f"message {index} cannot be stored: {exc}") from None
+    except (TypeError, ValueError):
+        pass  # not JSON: refused where the conversion meets it
 
 
 def _upgrade_legacy(message: Mapping[str, Any]) -> Mapping[str, Any]:
