@@ -132,6 +132,15 @@ def raw(status: int, body: str, content_type: str = "text/event-stream") -> Repl
     return Reply(status=status, body=body.encode(), content_type=content_type)
 
 
+#: Token counts a provider might send that are not counts, with what the refusal says of each.
+NOT_COUNTS = [
+    (1.5, "an int, got float"),
+    (-1, "from 0 to"),
+    (2**70, "from 0 to"),
+    ([1], "an int, got list"),
+]
+
+
 # -- OpenAI chunk shapes ----------------------------------------------------------------------
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> dict[str, Any]:
     return {

@@ -27,6 +27,7 @@ from agentledger.errors import HistoryError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage
 from agentledger.wire import to_openai
 from tests.agent.fake_servers import (
+    NOT_COUNTS,
     FakeServer,
     Reply,
     chunk,
@@ -365,14 +366,6 @@ async def test_text_that_is_not_unicode_is_the_provider_s_error(
     server.reply(openai_sse([*events, chunk({}, finish="stop"), usage_chunk(1, 1)]))
     with pytest.raises(ModelError, match=f"sent a {what} that is not valid Unicode"):
         await collect(model, HELLO)
-
-
-NOT_COUNTS = [
-    (1.5, "an int, got float"),
-    (-1, "from 0 to"),
-    (2**70, "from 0 to"),
-    ([1], "an int, got list"),
-]
 
 
 @pytest.mark.parametrize(
