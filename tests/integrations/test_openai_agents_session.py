@@ -350,6 +350,18 @@ async def test_a_message_is_converted_to_items_once(
         assert converted == [1]  # only the new message
 
 
+async def test_items_json_cannot_give_back_exactly_are_converted_every_time() -> None:
+    """A message stored by other code whose items hold bytes: JSON would give them back as
+    base64 text, so the second ``get_items`` returned something else than the first."""
+    with Ledger("memory://") as ledger:
+        extras = {"_responses": {"blob": b"\x00\x01"}}
+        ledger.save("s", [Msg.user("hi", id="u", metadata=extras)])
+        session = LedgerSession("s", ledger)
+        first = await session.get_items()
+        assert first[0]["blob"] == b"\x00\x01"
+        assert await session.get_items() == first
+
+
 async def test_a_reader_never_gets_items_another_writer_replaced(tmp_path: Path) -> None:
     """What is kept of a message is keyed by its content: after another writer pops and
     re-adds, a reading session shows exactly what was committed, and what it keeps stays

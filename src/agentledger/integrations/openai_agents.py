@@ -191,11 +191,11 @@ class LedgerSession:
     def _hash_of(self, msg: Msg) -> bytes | None:
         """The hash of the item ``msg`` gives (None if it gives several, none, or cannot be
         written as one), remembered: a message read from the store is converted once, by the
-        first ``set_items`` that needs it, not by every reload."""
+        first ``get_items`` or ``set_items`` that needs it, not by every reload."""
         known = self._hashes.get(msg.digest)
         if known is None:
             try:
-                items = to_responses([msg])
+                items = self._items_of(msg)
             except UserError:  # stored by other code; ``set_items`` may still replace it
                 return None
             if len(items) == 1:
@@ -204,12 +204,15 @@ class LedgerSession:
 
     def _items_of(self, msg: Msg) -> list[dict[str, Any]]:
         """The items ``msg`` gives, as new dicts: converted the first time, decoded from the
-        JSON kept of them after that."""
+        JSON kept of them after that, when that JSON gives them back exactly (not when they
+        hold bytes, say, from a message other code stored: JSON would give them as text)."""
         kept = self._items.get(msg.digest)
         if kept is not None:
             return _decode_items(kept)
         items = to_responses([msg])
-        self._items[msg.digest] = _items_json.encode(items)
+        raw = _items_json.encode(items)
+        if _decode_items(raw) == items:
+            self._items[msg.digest] = raw
         return items
 
     def _tail(self, limit: int | None) -> list[dict[str, Any]]:
