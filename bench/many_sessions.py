@@ -170,7 +170,10 @@ def _postgres(workers: int) -> Backend:
         q: Any = ledger.store._q  # type: ignore[attr-defined]
         args: dict[str, Any] = {"tenant": ledger.tenant, "limit": PAGE, "offset": 0}
         if kind == "search":
-            sql, args = q.search, {"tenant": ledger.tenant, "query": query, "limit": 20}
+            from agentledger.store.search_words import prefix_query
+
+            match = prefix_query(query)
+            sql, args = q.search, {"tenant": ledger.tenant, "query": match, "limit": 20}
         elif query:  # a page after this cursor
             after = decode_cursor(query, ledger.tenant)
             sql = q.list_sessions_after

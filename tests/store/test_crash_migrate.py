@@ -2,8 +2,8 @@
 an older log format is read as it is).
 
 Each round makes the store look like one written before a migration that touches every message (on
-SQLite step 5, which maps each row's position to a rank key; on Postgres the last index, dropped and
-its step unrecorded, as ``test_postgres.py`` does), starts a writer that opens the store (which
+SQLite step 5, which maps each row's position to a rank key; on Postgres step 5, which turns the
+text of every live row into its search words), starts a writer that opens the store (which
 migrates it, over 6,000 messages) and then saves, and SIGKILLs it at a random moment. A fresh ledger
 must then migrate the store, load exactly the last acknowledged version (or the save in flight), and
 take the next save.
@@ -31,6 +31,7 @@ from reliability import knob, record
 
 from agentledger.messages import Msg
 from agentledger.store import Ledger
+from agentledger.store.postgres_schema import MIGRATIONS
 from tests.store.backends import backend_of, store_url
 from tests.store.sqlite_old import as_before_ranks
 
@@ -53,16 +54,19 @@ print("saved", ledger.save("s", msgs, expected_version=state.version).version, f
 
 
 def _unmigrate(url: str) -> None:
-    """Drop the store's last index and unrecord its step, as an older version left it."""
+    """Make the store look as a version before its last migration step left it."""
     if url.startswith("sqlite"):  # step 5 maps every row's position to a rank
         as_before_ranks(Path(url.removeprefix("sqlite:///")))
         return
     import psycopg
 
     server, _, schema = url.rpartition("schema=")
-    with psycopg.connect(server.rstrip("?&"), autocommit=True) as conn:
-        conn.execute(f'DROP INDEX "{schema}".messages_search')
-        conn.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 3')
+    with psycopg.connect(server.rstrip("?&"), autocommit=True) as conn, conn.transaction():
+        conn.execute(f'DROP INDEX "{schema}".messages_words')
+        conn.execute(f'ALTER TABLE "{schema}".messages DROP COLUMN words')
+        conn.execute(f'UPDATE "{schema}".messages SET text = msg_id')  # kept for the parser
+        conn.execute(MIGRATIONS[2][2].format(schema=f'"{schema}"'))  # its index, as it was
+        conn.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 5')
 
 
 def _migrated(url: str) -> bool:
@@ -75,7 +79,7 @@ def _migrated(url: str) -> bool:
 
     server, _, schema = url.rpartition("schema=")
     with psycopg.connect(server.rstrip("?&")) as conn:
-        query = f'SELECT 1 FROM "{schema}".schema_migrations WHERE version = 3'
+        query = f'SELECT 1 FROM "{schema}".schema_migrations WHERE version = 5'
         return conn.execute(query).fetchone() is not None
 
 

@@ -467,6 +467,8 @@ def test_search_finds_live_text_per_tenant(open_ledger: OpenLedger, db_path: Pat
         "{text}: fox",
         "fox'; DROP TABLE messages; --",
         "\x00",
+        "fox\x00",  # a NUL ended the FTS5 string it was quoted in: "unterminated string"
+        "quick\x00brown",
     ],
 )
 def test_search_queries_are_never_syntax(open_ledger: OpenLedger, query: str) -> None:

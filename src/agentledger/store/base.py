@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import (
+    CodecError,
     ConflictError,
     CorruptStoreError,
     SessionBusyError,
@@ -548,6 +549,15 @@ def searchable_text(msg: Msg) -> str:
     """The text search indexes: text blocks and tool-result text."""
     parts = [msg.text, *(r.text for r in msg.tool_results)]
     return "\n".join(p for p in parts if p)
+
+
+def text_of_body(body: bytes) -> str:
+    """The searchable text of a stored body, for a snippet or an index that keeps no copy of
+    it; empty for a body that cannot be read (the load that reads it reports that)."""
+    try:
+        return searchable_text(decode_without_media(body))
+    except CodecError:
+        return ""
 
 
 def drop_dead_rows(rows_by_name: dict[str, list[Any]], oldest: int) -> int:

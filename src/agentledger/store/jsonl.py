@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from agentledger.errors import CodecError, CorruptStoreError, StoreUnavailableError
+from agentledger.errors import CorruptStoreError, StoreUnavailableError
 from agentledger.store.base import (
     CommitPlan,
     Head,
@@ -52,8 +52,8 @@ from agentledger.store.base import (
     VersionInfo,
     check_base,
     check_version,
-    searchable_text,
     snippet_around,
+    text_of_body,
 )
 from agentledger.store.cursor import Keyset, newest_first
 from agentledger.store.ids import path_component
@@ -71,7 +71,6 @@ from agentledger.store.jsonl_files import (
 )
 from agentledger.store.jsonl_format import Purge, plan_records, seal
 from agentledger.store.jsonl_replay import SessionLog, TornTail, read_info
-from agentledger.store.media import decode_without_media
 
 __all__ = ["JsonlStore", "TornTail"]
 
@@ -382,7 +381,7 @@ class JsonlStore(Store):
                 for name, live in log.live.items():
                     for position, row in enumerate(live):
                         if row.text is None:
-                            row.text = _text_of(row.item.body)
+                            row.text = text_of_body(row.item.body)
                         text = row.text.lower()
                         if all(w in text for w in words):
                             snippet = snippet_around(row.text, words[0])
@@ -565,10 +564,3 @@ class JsonlStore(Store):
             return refs_in(path.read_bytes())
         except FileNotFoundError:
             return set()
-
-
-def _text_of(body: bytes) -> str:
-    try:
-        return searchable_text(decode_without_media(body))
-    except CodecError:
-        return ""

@@ -19,8 +19,9 @@ whether it landed (``commit``).
 
 The run lease is a session-level advisory lock held on one dedicated connection per store
 (``postgres_lease``): it is exclusive across every worker on every host, and it dies with its
-connection, so a crashed or killed holder frees it. Search uses a GIN index over
-``to_tsvector('simple', text)``.
+connection, so a crashed or killed holder frees it. Search uses a GIN index over each live
+message's words, which the client cuts (``search_words``: the server's own parser cost more
+than the rest of an append).
 """
 
 from __future__ import annotations
@@ -65,11 +66,13 @@ from agentledger.store.base import (
     lists_from_rows,
     process_lock,
     snippet_around,
+    text_of_body,
 )
 from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
 from agentledger.store.ranks import RankPlan, plan_ranks
+from agentledger.store.search_words import prefix_query, tsvector_literal
 
 if TYPE_CHECKING:
     import psycopg
@@ -393,21 +396,22 @@ class PostgresStore(Store):
     def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
         """Live messages whose text has every word of ``query`` as a word prefix, any case.
 
-        The query is split into words by the ``simple`` text-search parser, so punctuation and
-        operators in it are plain text. Hits come in ``list_sessions`` order, then by list and
-        position, as in the generic scan. Only the first 100,000 characters of a message are
-        indexed.
+        Words are runs of letters and digits, compared without case or Latin accents, as on
+        SQLite (``search_words``), so punctuation and operators in ``query`` are plain text.
+        Hits come in ``list_sessions`` order, then by list and position, as in the generic
+        scan. Only the first 100,000 characters of a message are indexed.
         """
-        words = [w for w in query.lower().split() if w]
-        if not words or limit <= 0:
+        match = prefix_query(query)
+        if match is None or limit <= 0:
             return []
+        first = query.lower().split()[0]
 
         def run(conn: psycopg.Connection[Any]) -> list[SearchHit]:
-            args = {"tenant": tenant, "query": _text(query), "limit": limit}
+            args = {"tenant": tenant, "query": match, "limit": limit}
             rows = conn.execute(self._q.search, args).fetchall()
             return [
-                SearchHit(tenant, session, name, position, msg_id, snippet_around(text, words[0]))
-                for session, name, position, msg_id, text in rows
+                SearchHit(tenant, session, name, position, msg_id, _snippet(body, first))
+                for session, name, position, msg_id, body in rows
             ]
 
         return self._read("search", run)
@@ -768,7 +772,7 @@ def _write_args(
     put, the lists whose floor rises and their floors, the named values closed and those set),
     and the ranks each list closes. A list's puts and its ranks must pair up one to one."""
     args: dict[str, Any] = {k: [] for k in ("lists", "ranks", "ids", "digests")}
-    args.update(bodies=[], texts=[], refs=[], floor_lists=[], floors=[])
+    args.update(bodies=[], words=[], refs=[], floor_lists=[], floors=[])
     closes: list[tuple[str, list[bytes]]] = []
     for write, planned in zip(plan.lists, ranks, strict=True):
         if len(planned.put_ranks) != len(write.puts):
@@ -788,13 +792,18 @@ def _write_args(
             args["ids"].append(_text(msg.msg_id))
             args["digests"].append(msg.digest)
             args["bodies"].append(msg.body)
-            args["texts"].append(_text(msg.text))
+            args["words"].append(tsvector_literal(msg.text))
             args["refs"].append(b"".join(refs) if refs else None)
     kept = [(name, raw) for name, raw in plan.values.items() if raw is not None]
     args.update(
         names=list(plan.values), value_names=[n for n, _ in kept], raws=[r for _, r in kept]
     )
     return args, closes
+
+
+def _snippet(body: bytes, word: str) -> str:
+    """A search hit's snippet: the table keeps no copy of the text since migration 5."""
+    return snippet_around(text_of_body(body), word)
 
 
 def _in_order(rows: list[Any]) -> list[Any]:

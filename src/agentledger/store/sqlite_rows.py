@@ -20,6 +20,7 @@ from typing import Any
 from agentledger.errors import CorruptStoreError, UserError
 from agentledger.store import list_sums
 from agentledger.store.base import StoredList, check_ranks, columns, lists_from_rows
+from agentledger.store.search_words import words
 
 __all__ = [
     "LIST_SESSIONS",
@@ -235,17 +236,13 @@ def above_floors(lists: dict[str, StoredList], floors: dict[str, bytes]) -> dict
 
 
 def fts_query(query: str) -> str:
-    """A MATCH expression that finds every word of ``query`` as a word prefix.
+    """A MATCH expression that finds every word of ``query`` as a word prefix, anywhere.
 
-    Each word is quoted as an FTS5 string, so quotes, parentheses, ``*``, ``NEAR``, ``AND`` and
-    column filters in user input are plain text, never syntax.
+    The words are cut as PostgreSQL's store cuts them (``search_words``): runs of letters and
+    digits, so quotes, parentheses, ``*``, NUL and column filters in user input are never
+    syntax; each is quoted as an FTS5 string all the same, and ``NEAR`` or ``AND`` is a word.
     """
-    terms = [
-        '"' + word.replace('"', '""') + '"*'
-        for word in query.split()
-        if any(ch.isalnum() for ch in word)
-    ]
-    return " ".join(terms)
+    return " ".join(f'"{word}"*' for word in dict.fromkeys(words(query)))
 
 
 def incarnation(sid: int, created_at: int) -> str:

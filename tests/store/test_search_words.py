@@ -1,0 +1,122 @@
+"""The words search finds messages by: the rule of ``search_words``, and the one promise it
+exists for: a query finds the same messages on PostgreSQL (which indexes the words the client
+cuts) as on SQLite (whose FTS5 ``unicode61 remove_diacritics 2`` tokenizer cuts its own)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentledger import Ledger, Msg
+from agentledger.store.search_words import (
+    _WORD,
+    MAX_INDEXED_CHARS,
+    prefix_query,
+    tsvector_literal,
+    words,
+)
+
+# Words with the cases, accents, ligatures and digits users type, and the separators between
+# them (punctuation, underscores, NUL, query operators, non-Latin text).
+_PIECES = ["Café", "CAFE", "crème", "Brûlée", "naïve", "ﬁle", "straße", "x2", "42"]
+_PIECES += ["\uff26\uff55\uff4c\uff4c"]  # full-width "Full"
+_PIECES += ["über", "Zoë", "résumé", "e-mail", "snake_case", "a:b", "日本語", "ДОМ", "dom"]
+_SEPARATORS = [" ", "  ", "\n", ", ", "-", "_", "\x00", " & ", "!", "'", '"', ":*", "(", "|"]
+
+texts = st.lists(st.sampled_from(_PIECES + _SEPARATORS), max_size=12).map("".join)
+
+# Characters of the scripts people write in, where the rule and unicode61 agree: they part on
+# code points SQLite's older Unicode tables do not know (newer emoji are letters there) and on
+# case variants only ``casefold`` joins (a final sigma, the micro sign).
+_SCRIPTS = [(0x0, 0x7E), (0xA0, 0x17E), (0x386, 0x3C1), (0x3C3, 0x3CE), (0x400, 0x4FF)]
+_SCRIPTS += [(0x5D0, 0x5EA), (0x621, 0x64A), (0x3041, 0x30FF), (0x4E00, 0x4E80), (0x2000, 0x2064)]
+_CHARS = [
+    chr(c)
+    for low, high in _SCRIPTS
+    for c in range(low, high + 1)
+    if c != 0xB5 and unicodedata.category(chr(c)) != "Cn"
+]
+any_texts = texts | st.text(st.sampled_from(_CHARS), max_size=20)
+
+
+@given(st.text())
+def test_words_are_lowercase_letters_and_digits_without_marks(text: str) -> None:
+    for word in words(text):
+        assert word and all(ch.isalnum() for ch in word), word
+        assert word == word.lower()
+        assert not any(0x300 <= ord(ch) <= 0x36F for ch in word)
+
+
+@given(st.text(st.characters(max_codepoint=127)))
+def test_the_ascii_shortcut_cuts_as_the_regular_expression_does(text: str) -> None:
+    assert words(text) == _WORD.findall(text.lower())
+
+
+@given(texts)
+def test_the_same_word_in_any_case_or_accent_is_one_word(text: str) -> None:
+    plain = unicodedata.normalize("NFD", text)
+    assert words(text.lower()) == words(text) == words(plain)
+    if text.upper().lower() == text.lower():  # "ß" upper-cases to "SS", another word
+        assert words(text.upper()) == words(text)
+
+
+def test_examples() -> None:
+    assert words("Café-au-lait, x_2 Zoë") == ["cafe", "au", "lait", "x", "2", "zoe"]
+    assert words("\uff26ine \ufb01le λόγος") == ["\uff46ine", "\ufb01le", "λόγος"]  # as unicode61
+    assert tsvector_literal("b a b") in ("a b", "b a") and tsvector_literal("!! _") is None
+    assert prefix_query("fox & !fox dog:*") == "fox:* & dog:*"
+    assert prefix_query("' OR 1=1 --") == "or:* & 1:*"
+    assert prefix_query("  !!! ") is None
+    assert words("a " * MAX_INDEXED_CHARS + "late") == ["a"] * (MAX_INDEXED_CHARS // 2)
+    assert tsvector_literal("y" * 3000 + " short") == "short"  # PostgreSQL's lexeme limit
+
+
+# -- the same hits on PostgreSQL and SQLite -----------------------------------------------------
+@pytest.fixture(scope="module")
+def pg_and_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ledger, Ledger]]:
+    from agentledger.store.postgres import PostgresStore
+    from tests.store import pg
+
+    url = pg.require_server()
+    path: Path = tmp_path_factory.mktemp("search") / "s.db"
+    with pg.fresh_schema(url) as schema:
+        store = PostgresStore(url, schema=schema, pool_min=1, pool_max=2)
+        try:
+            yield Ledger(store), Ledger(f"sqlite:///{path}")
+        finally:
+            store.close()
+
+
+def _found(ledger: Ledger, query: str) -> set[tuple[str, str, int]]:
+    return {(h.session_id, h.msg_id, h.position) for h in ledger.search(query, limit=1000)}
+
+
+@pytest.mark.postgres
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(messages=st.lists(any_texts, min_size=1, max_size=6), data=st.data())
+def test_postgres_finds_what_sqlite_finds(
+    pg_and_sqlite: tuple[Ledger, Ledger], messages: list[str], data: st.DataObject
+) -> None:
+    """Any text, any query: the same (session, message, position) hits on both backends. The
+    query is often a piece of a message (cut anywhere: every query word is a prefix)."""
+    piece = st.sampled_from(messages).flatmap(
+        lambda text: st.tuples(st.integers(0, len(text)), st.integers(1, 12)).map(
+            lambda cut: text[cut[0] : cut[0] + cut[1]]
+        )
+    )
+    query = data.draw(
+        piece | st.lists(st.sampled_from(_PIECES + _SEPARATORS), max_size=4).map("".join)
+    )
+    on_pg, on_sqlite = pg_and_sqlite
+    session = f"s{abs(hash((tuple(messages), query)))}"
+    msgs = [Msg.user(text, id=f"m{i}") for i, text in enumerate(messages)]
+    for ledger in (on_pg, on_sqlite):
+        ledger.save(session, msgs)
+    assert _found(on_pg, query) == _found(on_sqlite, query), (messages, query)
