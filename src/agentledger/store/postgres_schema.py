@@ -19,7 +19,9 @@ Layout (``{schema}`` is the store's schema):
   cut by the client (``search_words``), since migration 5. Before it, the index was over
   ``to_tsvector('simple', text)``, built by the server inside every commit (0.4 ms of an
   append); migration 5 gives each live row of that time the words the old parser found, and
-  rows written since store ``text`` empty (a search hit's snippet comes from its body).
+  rows written since store ``text`` empty (a search hit's snippet comes from its body). A worker
+  of an older version still writing after the migration leaves its rows without words (search
+  does not find them): stop older workers before the first newer one opens the store.
 - Since migration 4, rows are ordered by ``rank`` (byte strings, see ``ranks``), never
   renumbered, and ``list_floors`` holds each list's floor per version: the rows ranked at or
   below the floor live at a version are not in the list at that version, though their
