@@ -232,7 +232,7 @@ def _close_rows(s: str, i: str = "", gate: str = "") -> str:
     return (
         f"UPDATE {s}.messages SET version_to = %(version)s WHERE version_to IS NULL "
         f"AND (sid, list, rank) IN (SELECT %(sid)s::bigint, %(list{i})s::text, "
-        f"unnest(%(ranks{i})s::bytea[])){gate} RETURNING 1"
+        f"unnest(%(ranks{i})b::bytea[])){gate} RETURNING 1"
     )
 
 
@@ -249,7 +249,7 @@ def _unless_all_live(s: str, found: str, i: str = "") -> str:
 def _close_floors(s: str, gate: str = "") -> str:
     return (
         f"UPDATE {s}.list_floors SET version_to = %(version)s WHERE sid = %(sid)s "
-        f"AND version_to IS NULL AND list = ANY(%(floor_lists)s::text[]){gate} RETURNING 1"
+        f"AND version_to IS NULL AND list = ANY(%(floor_lists)b::text[]){gate} RETURNING 1"
     )
 
 
@@ -257,24 +257,26 @@ def _insert_floors(s: str, gate: str = "") -> str:
     return (
         f"INSERT INTO {s}.list_floors (sid, list, version_from, floor) "
         "SELECT %(sid)s, u.l, %(version)s, u.f "
-        f"FROM unnest(%(floor_lists)s::text[], %(floors)s::bytea[]) AS u(l, f){gate}"
+        f"FROM unnest(%(floor_lists)b::text[], %(floors)b::bytea[]) AS u(l, f){gate}"
     )
 
 
+# Array parameters travel in binary (``%(x)b``): as text, psycopg escaped every element with a
+# regular expression and sent each body as hex for the server to decode, a tenth of an append.
 def _insert_rows(s: str, gate: str = "") -> str:
     return (
         f"INSERT INTO {s}.messages (sid, list, rank, version_from, msg_id, digest, body, "
         "text, words, blobs) SELECT %(sid)s, u.l, u.k, %(version)s, u.i, u.d, u.b, '', "
-        "u.w::tsvector, u.r FROM unnest(%(lists)s::text[], %(ranks)s::bytea[], "
-        "%(ids)s::text[], %(digests)s::bytea[], %(bodies)s::bytea[], %(words)s::text[], "
-        f"%(refs)s::bytea[]) AS u(l, k, i, d, b, w, r){gate}"
+        "u.w::tsvector, u.r FROM unnest(%(lists)b::text[], %(ranks)b::bytea[], "
+        "%(ids)b::text[], %(digests)b::bytea[], %(bodies)b::bytea[], %(words)b::text[], "
+        f"%(refs)b::bytea[]) AS u(l, k, i, d, b, w, r){gate}"
     )
 
 
 def _close_values(s: str, gate: str = "") -> str:
     return (
         f"UPDATE {s}.session_values SET version_to = %(version)s WHERE sid = %(sid)s "
-        f"AND version_to IS NULL AND name = ANY(%(names)s::text[]){gate} RETURNING 1"
+        f"AND version_to IS NULL AND name = ANY(%(names)b::text[]){gate} RETURNING 1"
     )
 
 
@@ -282,7 +284,7 @@ def _insert_values(s: str, gate: str = "") -> str:
     return (
         f"INSERT INTO {s}.session_values (sid, name, version_from, raw) "
         "SELECT %(sid)s, u.n, %(version)s, u.r "
-        f"FROM unnest(%(value_names)s::text[], %(raws)s::bytea[]) AS u(n, r){gate}"
+        f"FROM unnest(%(value_names)b::text[], %(raws)b::bytea[]) AS u(n, r){gate}"
     )
 
 
@@ -377,11 +379,11 @@ class Queries:
             f"SELECT CASE {_unless_all_live(s, 'count(*)')} ELSE 0 END FROM closed"
         )
         self.list_ranks = _above_floors(
-            s, "%(sid)s", "m.list, m.rank", names="unnest(%(lists)s::text[]) AS n(list)"
+            s, "%(sid)s", "m.list, m.rank", names="unnest(%(lists)b::text[]) AS n(list)"
         )
         self.list_floors = (
             f"SELECT list, floor FROM {s}.list_floors WHERE sid = %(sid)s "
-            "AND list = ANY(%(lists)s::text[]) AND version_to IS NULL"
+            "AND list = ANY(%(lists)b::text[]) AND version_to IS NULL"
         )
         self.close_floors = _close_floors(s)
         self.insert_floors = _insert_floors(s)
@@ -390,12 +392,12 @@ class Queries:
         self.insert_values = _insert_values(s)
         self.insert_blobs = (
             f"INSERT INTO {s}.blobs (tenant, digest, data) SELECT %(tenant)s, u.d, u.b "
-            "FROM unnest(%(digests)s::bytea[], %(datas)s::bytea[]) AS u(d, b) "
+            "FROM unnest(%(digests)b::bytea[], %(datas)b::bytea[]) AS u(d, b) "
             "ON CONFLICT DO NOTHING"
         )
         self.insert_refs = (
             f"INSERT INTO {s}.blob_refs (tenant, digest, sid) SELECT %(tenant)s, d, %(sid)s "
-            "FROM unnest(%(digests)s::bytea[]) AS d ON CONFLICT DO NOTHING"
+            "FROM unnest(%(digests)b::bytea[]) AS d ON CONFLICT DO NOTHING"
         )
         self.insert_version = _insert_version(s)
         self.committed = (
