@@ -578,7 +578,9 @@ class PostgresStore(Store):
         for i, (name, closed) in enumerate(closes):
             args.update({f"list{i}": name, f"ranks{i}": closed, f"count{i}": len(closed)})
         sql = self._q.save_in_one(len(closes), bool(args["floor_lists"]), bool(plan.values))
-        conn.execute(sql, args)
+        # prepared at once, not after psycopg's 5 runs: planning it took longer than running
+        # it (0.34 ms against 0.21 for an edit), and a save of each shape is made again
+        conn.execute(sql, args, prepare=True)
 
     def _conflict(self, conn: psycopg.Connection[Any], plan: CommitPlan) -> ConflictError:
         """Why the session row did not move from ``plan``'s base: read after the failed bump."""
