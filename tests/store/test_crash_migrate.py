@@ -66,7 +66,7 @@ def _unmigrate(url: str) -> None:
         conn.execute(f'ALTER TABLE "{schema}".messages DROP COLUMN words')
         conn.execute(f'UPDATE "{schema}".messages SET text = msg_id')  # kept for the parser
         conn.execute(MIGRATIONS[2][2].format(schema=f'"{schema}"'))  # its index, as it was
-        conn.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 5')
+        conn.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version >= 5')
 
 
 def _migrated(url: str) -> bool:

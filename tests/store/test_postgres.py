@@ -738,7 +738,7 @@ def test_migrations_are_recorded_and_idempotent(
     # a schema left at an older migration is brought up to date, keeping its data
     Ledger(open_store()).save("s", [Msg.user("kept", id="k")])
     db.execute(f'DROP INDEX "{schema}".messages_words')
-    db.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 5')
+    db.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version >= 5')
     db.execute(f'ALTER TABLE "{schema}".messages DROP COLUMN words')
     db.execute(f"UPDATE \"{schema}\".messages SET text = 'kept'")  # as written before 5
     db.execute(MIGRATIONS[2][2].format(schema=f'"{schema}"'))
@@ -757,7 +757,7 @@ def test_migration_5_keeps_old_rows_found_by_the_words_the_server_cut(
     ledger.save("s", [Msg.user("Foxes jump", id="a"), Msg.user("gone", id="c")])
     db.execute(f'DROP INDEX "{schema}".messages_words')
     db.execute(f'ALTER TABLE "{schema}".messages DROP COLUMN words')
-    db.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 5')
+    db.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version >= 5')
     for msg_id, text in [("a", "Foxes jump"), ("b", "the e-mail of bob"), ("c", "gone")]:
         db.execute(f'UPDATE "{schema}".messages SET text = %s WHERE msg_id = %s', [text, msg_id])
     db.execute(MIGRATIONS[2][2].format(schema=f'"{schema}"'))  # the old index, as it was
@@ -772,6 +772,32 @@ def test_migration_5_keeps_old_rows_found_by_the_words_the_server_cut(
     assert db.execute(dead).fetchone() == (0,)  # only live rows are searched, and given words
     ledger.save("s", [Msg.user("Foxes jump", id="a"), Msg.user("Café crème", id="d")])
     assert [h.msg_id for h in ledger.search("creme")] == ["d"]
+
+
+def test_rows_an_older_worker_writes_after_migration_5_are_found(
+    open_store: OpenStore, db: psycopg.Connection[Any], schema: str
+) -> None:
+    """In a rolling upgrade an older worker keeps inserting text without words: search finds
+    those rows by their text, on an index (migration 6) that newer rows never enter."""
+    ledger = Ledger(open_store())
+    ledger.save("s", [Msg.user("newer words", id="new"), Msg.user("older words", id="old")])
+    # what an older worker's insert leaves: the text, no words
+    older = (
+        f"UPDATE \"{schema}\".messages SET words = NULL, text = 'older Words' WHERE msg_id = 'old'"
+    )
+    db.execute(older)
+    assert [h.msg_id for h in ledger.search("word")] == ["new", "old"]
+    assert [(h.msg_id, h.snippet) for h in ledger.search("olde wor")] == [("old", "older words")]
+    unworded = f'SELECT count(*) FROM "{schema}".messages WHERE words IS NULL'
+    assert db.execute(unworded).fetchone() == (1,)  # a newer insert always has its words
+    ledger.save("big", sample_conversation(500))  # a table worth an index to the planner
+    db.execute(f'ANALYZE "{schema}".messages')
+    plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + ledger.store._q.search, _args("old:*")))
+    assert "messages_unworded" in plan and "messages_words" in plan, plan
+
+
+def _args(query: str) -> dict[str, Any]:
+    return {"tenant": "default", "query": query, "limit": 20}
 
 
 def test_concurrent_setup_from_four_workers(

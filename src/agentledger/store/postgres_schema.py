@@ -20,8 +20,9 @@ Layout (``{schema}`` is the store's schema):
   ``to_tsvector('simple', text)``, built by the server inside every commit (0.4 ms of an
   append); migration 5 gives each live row of that time the words the old parser found, and
   rows written since store ``text`` empty (a search hit's snippet comes from its body). A worker
-  of an older version still writing after the migration leaves its rows without words (search
-  does not find them): stop older workers before the first newer one opens the store.
+  of an older version still writing after the migration (a rolling upgrade) stores ``text`` and
+  no words: migration 6 indexes such rows by the server's parser, in an index no newer row
+  enters, and ``search`` reads both indexes, so no row goes unfound.
 - Since migration 4, rows are ordered by ``rank`` (byte strings, see ``ranks``), never
   renumbered, and ``list_floors`` holds each list's floor per version: the rows ranked at or
   below the floor live at a version are not in the list at that version, though their
@@ -145,6 +146,15 @@ CREATE INDEX messages_words ON {schema}.messages USING gin (words)
     WHERE version_to IS NULL AND words IS NOT NULL;
 """
 
+# Rows an older worker writes after migration 5 (text, no words); empty otherwise, and a
+# newer worker's insert does not enter it (its text is empty): it costs only the older
+# workers, which built the same entries in migration 3's index before.
+_UNWORDED = """
+CREATE INDEX messages_unworded ON {schema}.messages
+    USING gin (to_tsvector('simple'::regconfig, left(text, 100000)))
+    WHERE version_to IS NULL AND words IS NULL AND text <> '';
+"""
+
 #: ``(version, name, sql)``, applied in order. Append only.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, values, versions", _TABLES),
@@ -152,6 +162,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (3, "full-text search index", _SEARCH),
     (4, "rank keys and list floors", _RANKS),
     (5, "search words cut by the client", _WORDS),
+    (6, "search index of rows older workers write", _UNWORDED),
 ]
 
 
@@ -464,11 +475,14 @@ class Queries:
         # ``messages_live``): the cost follows the matches, not the store. As one join, the
         # planner walked the sessions in ``updated_at`` order hoping to fill the LIMIT early
         # and matched the words of every message of every session: 13 s for a word in 30
-        # messages of 1,000,000 (100,000 sessions). ``query`` is a ``search_words.prefix_query``.
+        # messages of 1,000,000 (100,000 sessions). ``query`` is a ``search_words.prefix_query``;
+        # the rows an older worker wrote without words are matched by their text (migration 6).
         self.search = (
             "WITH hits AS MATERIALIZED ("
             f"SELECT m.sid, m.list, m.rank FROM {s}.messages m WHERE m.version_to IS NULL "
-            "AND m.words IS NOT NULL AND m.words @@ %(query)s::tsquery), "
+            "AND ((m.words IS NOT NULL AND m.words @@ %(query)s::tsquery) "
+            "OR (m.words IS NULL AND m.text <> '' AND to_tsvector('simple'::regconfig, "
+            "left(m.text, 100000)) @@ %(query)s::tsquery))), "
             "top AS (SELECT x.session, x.updated_at, h.sid, h.list, h.rank, f.floor "
             "FROM hits h CROSS JOIN LATERAL (SELECT session, updated_at "
             f"FROM {s}.sessions WHERE sid = h.sid AND tenant = %(tenant)s OFFSET 0) x "
