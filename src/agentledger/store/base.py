@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import (
-    CodecError,
     ConflictError,
     CorruptStoreError,
     SessionBusyError,
@@ -40,8 +39,8 @@ from agentledger.errors import (
     VersionNotFoundError,
 )
 from agentledger.messages import Msg, digest_of
+from agentledger.store.body_text import searchable_parts, text_of_body
 from agentledger.store.cursor import Keyset, encode_cursor
-from agentledger.store.media import decode_without_media
 from agentledger.store.ranks import RankPlan
 
 __all__ = [
@@ -454,7 +453,7 @@ class Store(ABC):
                 continue
             for name, rows in state.lists.items():
                 for position, (msg_id, body) in enumerate(zip(rows.ids, rows.bodies, strict=True)):
-                    text = searchable_text(decode_without_media(body))
+                    text = text_of_body(body)
                     if all(w in text.lower() for w in words):
                         hits.append(
                             SearchHit(
@@ -546,18 +545,9 @@ def _file_lease(directory: Path, key: SessionKey, deadline: float) -> Iterator[N
 
 
 def searchable_text(msg: Msg) -> str:
-    """The text search indexes: text blocks and tool-result text."""
-    parts = [msg.text, *(r.text for r in msg.tool_results)]
-    return "\n".join(p for p in parts if p)
-
-
-def text_of_body(body: bytes) -> str:
-    """The searchable text of a stored body, for a snippet or an index that keeps no copy of
-    it; empty for a body that cannot be read (the load that reads it reports that)."""
-    try:
-        return searchable_text(decode_without_media(body))
-    except CodecError:
-        return ""
+    """The text search indexes: text blocks and tool-result text (``body_text`` reads the
+    same from a stored body)."""
+    return searchable_parts(msg.text, [r.text for r in msg.tool_results])
 
 
 def drop_dead_rows(rows_by_name: dict[str, list[Any]], oldest: int) -> int:

@@ -53,8 +53,8 @@ from agentledger.store.base import (
     check_base,
     check_version,
     snippet_around,
-    text_of_body,
 )
+from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset, newest_first
 from agentledger.store.ids import path_component
 from agentledger.store.jsonl_blobs import BLOBS, collect_blobs, holds_blobs, refs_in, write_blobs

@@ -66,8 +66,8 @@ from agentledger.store.base import (
     lists_from_rows,
     process_lock,
     snippet_around,
-    text_of_body,
 )
+from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
