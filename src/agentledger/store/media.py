@@ -118,6 +118,8 @@ def blob_refs(body: bytes) -> list[bytes]:
     keeps a blob alive a little longer), a real reference is never missed. Works on any bytes
     that hold bodies as they are, such as a whole JSONL session file.
     """
+    if not has_refs(body):  # two substring searches: the regular expression has no literal
+        return []  # prefix to look for, and took 8 µs over a 1.3 KB body
     return [bytes.fromhex(m.decode("ascii")) for m in _ANY_REF.findall(body)]
 
 
