@@ -32,6 +32,7 @@ from reliability import knob, record
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from agentledger.store.postgres_schema import MIGRATIONS
+from agentledger.store.sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.store.backends import backend_of, store_url
 from tests.store.sqlite_old import as_before_ranks
 
@@ -55,7 +56,7 @@ print("saved", ledger.save("s", msgs, expected_version=state.version).version, f
 
 def _unmigrate(url: str) -> None:
     """Make the store look as a version before its last migration step left it."""
-    if url.startswith("sqlite"):  # step 5 maps every row's position to a rank
+    if url.startswith("sqlite"):  # step 5 maps every row's position to a rank, 6 adds a column
         as_before_ranks(Path(url.removeprefix("sqlite:///")))
         return
     import psycopg
@@ -72,9 +73,8 @@ def _unmigrate(url: str) -> None:
 def _migrated(url: str) -> bool:
     if url.startswith("sqlite"):
         with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
-            return (
-                conn.execute("SELECT 1 FROM schema_migrations WHERE id = 5").fetchone() is not None
-            )
+            latest = "SELECT 1 FROM schema_migrations WHERE id = ?"
+            return conn.execute(latest, (SQLITE_MIGRATIONS[-1].id,)).fetchone() is not None
     import psycopg
 
     server, _, schema = url.rpartition("schema=")

@@ -37,7 +37,7 @@ from agentledger.store import (
 )
 from agentledger.store import sqlite as sqlite_module
 from agentledger.store.sqlite import SqliteStore
-from agentledger.store.sqlite_schema import FLUSH_FTS, MIGRATIONS, migrate
+from agentledger.store.sqlite_schema import FLUSH_FTS, MIGRATIONS, define_body_text, migrate
 from agentledger.testing.conformance import StoreConformance
 from agentledger.testing.samples import every_block_message, sample_conversation, turn
 from agentledger.testing.statemachine import run_ledger_state_machine
@@ -66,8 +66,10 @@ def open_ledger(db_path: Path) -> Iterator[OpenLedger]:
 
 
 def _sql(path: Path, query: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    """Run one statement on a separate connection (as another tool would) and close it."""
+    """Run one statement on a separate connection (as another tool would) and close it. The
+    connection defines ``body_text``, which a change to ``messages`` needs (schema step 6)."""
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        define_body_text(conn)
         return conn.execute(query, params).fetchall()
 
 
@@ -153,7 +155,7 @@ def test_migrations_are_recorded_and_idempotent(db_path: Path) -> None:
 @pytest.mark.parametrize(
     ("recorded", "error"),
     [
-        ([1, 2, 3, 4, 5, 6], StoreError),  # a newer agentledger migrated it: upgrade
+        ([*range(1, len(MIGRATIONS) + 2)], StoreError),  # a newer agentledger: upgrade
         ([1, 2, 3, 50], CorruptStoreError),  # a flipped byte (found by the page-flip test)
         ([1, 3, 50], CorruptStoreError),
     ],

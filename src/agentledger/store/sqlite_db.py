@@ -40,6 +40,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from agentledger.errors import CorruptStoreError, StoreError, StoreUnavailableError
+from agentledger.store.sqlite_schema import define_body_text
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -250,6 +251,7 @@ class Database:
             conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA mmap_size = 0")  # see the module docstring
+            define_body_text(conn)  # the full-text index reads text with it
         except BaseException:
             conn.close()
             raise

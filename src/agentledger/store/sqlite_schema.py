@@ -20,8 +20,12 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
 - ``blobs`` / ``blob_refs``: large media stored once per tenant by digest; ``blob_refs`` says which
   message rows use a blob, so delete and purge can drop blobs nothing references any more.
 - ``messages_fts``: FTS5 over the text of *live* messages, with the view ``live_text`` as its
-  external content (the text is stored once, and ``rebuild`` / ``integrity-check`` agree with the
-  index). Triggers queue index changes in ``fts_pending``; ``flush_fts`` applies them in batches.
+  external content (so ``rebuild`` / ``integrity-check`` agree with the index). Since step 6 the
+  text is not stored: the view and the index's changes read it from the body with the SQL
+  function ``body_text`` (``store.body_text``), which every connection registers; rows written
+  before keep their copy in ``messages.text``. Another program's connection that changes
+  ``messages`` needs it too (``define_body_text``): without it SQLite refuses the change. Triggers
+  queue index changes in ``fts_pending``; ``flush_fts`` applies them in batches.
 
 Timestamps are integer microseconds since the Unix epoch, UTC. The connections to the file are
 in ``sqlite_db``.
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from agentledger.errors import CorruptStoreError, StoreError
+from agentledger.store.body_text import text_of_body
 from agentledger.store.ranks import position_rank
 
 __all__ = [
@@ -42,6 +47,7 @@ __all__ = [
     "MIGRATIONS",
     "Migration",
     "applied_migrations",
+    "define_body_text",
     "flush_fts",
     "migrate",
 ]
@@ -270,6 +276,61 @@ def _define_position_rank(conn: sqlite3.Connection) -> None:
     conn.create_function("position_rank", 1, position_rank, deterministic=True)
 
 
+# The full-text index reads a row's text from its body (``body_text``, registered on every
+# connection) instead of a copy in the row: the copy was most of a row's bytes (the text of the
+# benchmark's messages is 88% of their bodies' size), written in every commit and read by
+# nothing else. ``has_text`` says whether a row has searchable text at all, so rows without any
+# never enter the queue. Rows written before this step keep their ``text`` and leave
+# ``has_text`` NULL: each row leaves the index with the very text it entered it with.
+_BODY_TEXT = (
+    "ALTER TABLE messages ADD COLUMN has_text INTEGER",
+    "DROP VIEW live_text",
+    """
+    CREATE VIEW live_text AS
+    SELECT id, CASE WHEN has_text THEN body_text(body) ELSE text END AS text FROM messages
+    WHERE version_to IS NULL AND (has_text OR text != '')
+    """,
+    "DROP TRIGGER messages_insert",
+    """
+    CREATE TRIGGER messages_insert AFTER INSERT ON messages
+    WHEN new.version_to IS NULL AND (new.has_text OR new.text != '')
+    BEGIN
+        INSERT INTO fts_pending (row_id, op) VALUES (new.id, 1);
+    END
+    """,
+    "DROP TRIGGER messages_close",
+    """
+    CREATE TRIGGER messages_close AFTER UPDATE OF version_to ON messages
+    WHEN old.version_to IS NULL AND new.version_to IS NOT NULL
+        AND (old.has_text OR old.text != '')
+    BEGIN
+        INSERT INTO fts_pending (row_id, op) SELECT old.id, -1
+        WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE row_id = old.id);
+        DELETE FROM fts_pending WHERE row_id = old.id AND op = 1;
+    END
+    """,
+    "DROP TRIGGER messages_delete",
+    """
+    CREATE TRIGGER messages_delete AFTER DELETE ON messages
+    BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        SELECT 'delete', old.id,
+            CASE WHEN old.has_text THEN body_text(old.body) ELSE old.text END
+        WHERE (old.has_text OR old.text != '') AND coalesce(
+            (SELECT op = -1 FROM fts_pending WHERE row_id = old.id), old.version_to IS NULL);
+        DELETE FROM fts_pending WHERE row_id = old.id;
+        DELETE FROM blob_refs WHERE row_id = old.id;
+    END
+    """,
+)
+
+
+def define_body_text(conn: sqlite3.Connection) -> None:
+    """Register ``body_text(body)``, which the full-text index's triggers, queue and content
+    view call (schema step 6): every connection to the file needs it."""
+    conn.create_function("body_text", 1, text_of_body, deterministic=True)
+
+
 #: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL),
@@ -277,6 +338,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "one live message per position", _LIVE_POSITION),
     Migration(4, "list sums in versions.lists; a second session key index", _INTEGRITY),
     Migration(5, "rank keys, list floors, list sums over ranks", _RANKS, _define_position_rank),
+    Migration(6, "full-text index reads text from the body", _BODY_TEXT, define_body_text),
 )
 
 _LEDGER = """
@@ -357,11 +419,13 @@ def _check_not_newer(applied: list[int], latest: int) -> None:
 #: (``CROSS JOIN`` fixes that order, ``ORDER BY p.row_id`` is the queue's own order): written
 #: as a plain join ordered by ``m.id``, SQLite scanned every row of ``messages`` in id order
 #: and probed the queue, so each flush cost the whole store (20 ms a session at 40,000
-#: sessions of 10 messages, growing with the store).
+#: sessions of 10 messages, growing with the store). A row's text is read as step 6 says.
 FLUSH_FTS = (
-    "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', m.id, m.text "
+    "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', m.id, "
+    "CASE WHEN m.has_text THEN body_text(m.body) ELSE m.text END "
     "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = -1",
-    "INSERT INTO messages_fts (rowid, text) SELECT m.id, m.text "
+    "INSERT INTO messages_fts (rowid, text) SELECT m.id, "
+    "CASE WHEN m.has_text THEN body_text(m.body) ELSE m.text END "
     "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = 1 "
     "ORDER BY p.row_id",
 )
