@@ -210,6 +210,13 @@ class PostgresStore(Store):
         """Apply pending migrations (``postgres_schema.MIGRATIONS``); cheap once up to date."""
         if self._ready:
             return
+        with self._errors("setup"):
+            # Wait for the pool's first connections rather than ask before they are ready: a
+            # request that finds the pool still empty makes it open one more, and the pool then
+            # hands out its connections in turn, so a process saving from one thread warms
+            # two server backends, and prepares each statement twice, where one would do (the
+            # first seven shifts after a load took 2.4-3.0 ms against 1.4-1.9 on one).
+            self._pool.wait(self._timeout)
         with self._errors("setup"), self._pool.connection() as conn:
             if not {version for version, _, _ in ddl.MIGRATIONS} <= self._applied(conn):
                 self._migrate(conn)
