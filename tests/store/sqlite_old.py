@@ -18,13 +18,15 @@ def as_before_body_text(path: Path) -> None:
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         define_body_text(conn)
         conn.execute("BEGIN")
-        conn.execute("UPDATE messages SET text = body_text(body) WHERE has_text")
+        conn.execute(
+            "UPDATE messages SET text = body_text(body, text_digest) WHERE text_digest IS NOT NULL"
+        )
         conn.execute("DROP VIEW live_text")
         for trigger in ("messages_insert", "messages_close", "messages_delete"):
             conn.execute(f"DROP TRIGGER {trigger}")
         for statement in old:
             conn.execute(statement)
-        conn.execute("ALTER TABLE messages DROP COLUMN has_text")
+        conn.execute("ALTER TABLE messages DROP COLUMN text_digest")
         conn.execute("DELETE FROM schema_migrations WHERE id = 6")
         conn.execute("COMMIT")
 

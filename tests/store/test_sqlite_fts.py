@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentledger import Ledger, Msg, ToolUseBlock
 from agentledger.store import sqlite as sqlite_module
-from agentledger.store.sqlite_schema import define_body_text
+from agentledger.store.sqlite_schema import define_body_text, text_digest
 from tests.store.sqlite_old import as_before_body_text
 
 
@@ -33,12 +33,12 @@ def _tool_call(msg_id: str) -> Msg:
     return Msg.assistant([ToolUseBlock(id=f"c-{msg_id}", name="look", input={})], id=msg_id)
 
 
-def test_rows_store_whether_they_have_text_not_the_text(tmp_path: Path) -> None:
+def test_rows_store_a_digest_of_their_text_not_the_text(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with Ledger(f"sqlite:///{path}") as ledger:
         ledger.save("s", [_said("zebra", "z"), _tool_call("t")])
-        rows = "SELECT msg_id, text, has_text FROM messages ORDER BY id"
-        assert _sql(path, rows) == [("z", "", 1), ("t", "", 0)]
+        rows = "SELECT msg_id, text, text_digest FROM messages ORDER BY id"
+        assert _sql(path, rows) == [("z", "", text_digest("zebra shared")), ("t", "", None)]
         assert _sql(path, "SELECT row_id FROM fts_pending") == [(1,)]  # the call has no text
         assert [h.msg_id for h in ledger.search("zebra")] == ["z"]
         assert ledger.search("zebra")[0].snippet == "zebra shared"
@@ -54,7 +54,7 @@ def test_a_file_from_before_step_6_keeps_its_text_and_its_index_sound(tmp_path: 
     as_before_body_text(path)
     assert _sql(path, "SELECT count(*) FROM messages WHERE text LIKE '%shared'") == [(5,)]
     with Ledger(f"sqlite:///{path}") as ledger:
-        assert _sql(path, "SELECT count(*) FROM messages WHERE has_text IS NULL") == [(5,)]
+        assert _sql(path, "SELECT count(*) FROM messages WHERE text_digest IS NULL") == [(5,)]
         o0, _dropped, o2, o3, q = ledger.messages("s")
         ledger.save("s", [o0.replace(content="edited shared"), o2, o3, q, _said("new", "n")])
         ledger.purge_history("s", keep_last=1)  # deletes the replaced and dropped rows
@@ -65,6 +65,35 @@ def test_a_file_from_before_step_6_keeps_its_text_and_its_index_sound(tmp_path: 
         ledger.delete("s")
         assert ledger.search("shared") == []
         assert ledger.store.check_integrity() == []  # type: ignore[attr-defined]
+
+
+def test_a_body_damaged_after_its_row_was_indexed_never_makes_the_index_unreadable(
+    tmp_path: Path,
+) -> None:
+    """The index must be told to remove a row with the words it indexed. A body whose text
+    changed since (a flipped byte, a hand edit) no longer gives them: the row is left in the
+    index, where a search never finds it (it is closed), instead of the index being told other
+    words, which left every later search failing ("database disk image is malformed")."""
+    path = tmp_path / "state.db"
+    with Ledger(f"sqlite:///{path}") as ledger:
+        ledger.save("s", [_said(f"tok{i}x", f"m{i}") for i in range(3)])
+        assert len(ledger.search("shared")) == 3  # indexed
+    body = _sql(path, "SELECT body FROM messages WHERE msg_id = 'm1'")[0][0]
+    assert isinstance(body, bytes) and b"tok1x" in body
+    damaged = body.replace(b"tok1x", b"bad1x")
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("UPDATE messages SET body = ? WHERE msg_id = 'm1'", (damaged,))
+        conn.commit()
+    with Ledger(f"sqlite:///{path}") as ledger:
+        m0, _damaged, m2 = ledger.messages("s")  # not read: loads stay lazy
+        ledger.save("s", [m0, m2, _said("tok3x", "m3")])  # closes the damaged row
+        ledger.purge_history("s", keep_last=1)
+        assert {h.msg_id for h in ledger.search("shared")} == {"m0", "m2", "m3"}
+        assert ledger.search("tok1x") == [] and ledger.search("bad1x") == []
+        problems = ledger.store.check_integrity()  # type: ignore[attr-defined]
+        assert problems and all("full-text index" in p for p in problems)  # reported, not raised
+        ledger.save("s", [m0, m2, _said("tok3x", "m3"), _said("tok4x", "m4")])
+        assert {h.msg_id for h in ledger.search("shared")} == {"m0", "m2", "m3", "m4"}
 
 
 _OPS = st.lists(

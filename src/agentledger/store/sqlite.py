@@ -79,7 +79,7 @@ from agentledger.store.sqlite_rows import (
     typed,
     typed_row,
 )
-from agentledger.store.sqlite_schema import flush_fts, migrate
+from agentledger.store.sqlite_schema import flush_fts, migrate, text_digest
 
 __all__ = ["FTS_BATCH", "SqliteStore"]
 
@@ -129,7 +129,7 @@ class SqliteStore(Store):
 
     ``location`` is the resolved path; every store on that path in this process shares one
     writer connection, released by ``close()`` (a closed store reopens on its next use). Loads
-    return ``StoredMsg.text`` empty, and commits store only whether it is: the full-text index
+    return ``StoredMsg.text`` empty, and commits store only a digest of it: the full-text index
     reads the text from ``body`` (``sqlite_schema``, step 6).
     """
 
@@ -629,14 +629,15 @@ class SqliteStore(Store):
                 (sid, name, version, planned.floor),
             )
         insert = (
-            "INSERT INTO messages (sid, list, rank, version_from, msg_id, digest, has_text, body) "
+            "INSERT INTO messages "
+            "(sid, list, rank, version_from, msg_id, digest, text_digest, body) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         plain = []
         put: list[list_sums.Row] = []
         puts = sorted(write.puts, key=itemgetter(0))
         for (_, m), rank in zip(puts, planned.put_ranks, strict=True):
-            row = (sid, name, rank, version, m.msg_id, m.digest, 1 if m.text else 0, m.body)
+            row = (sid, name, rank, version, m.msg_id, m.digest, text_digest(m.text), m.body)
             put.append((m.digest, m.msg_id, rank))
             refs = blob_refs(m.body)
             if not refs:

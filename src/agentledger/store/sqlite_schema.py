@@ -22,10 +22,11 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
 - ``messages_fts``: FTS5 over the text of *live* messages, with the view ``live_text`` as its
   external content (so ``rebuild`` / ``integrity-check`` agree with the index). Since step 6 the
   text is not stored: the view and the index's changes read it from the body with the SQL
-  function ``body_text`` (``store.body_text``), which every connection registers; rows written
-  before keep their copy in ``messages.text``. Another program's connection that changes
-  ``messages`` needs it too (``define_body_text``): without it SQLite refuses the change. Triggers
-  queue index changes in ``fts_pending``; ``flush_fts`` applies them in batches.
+  function ``body_text`` (``store.body_text``, checked against the row's ``text_digest``), which
+  every connection registers; rows written before keep their copy in ``messages.text``. Another
+  program's connection that changes ``messages`` needs it too (``define_body_text``): without
+  it SQLite refuses the change. Triggers queue index changes in ``fts_pending``; ``flush_fts``
+  applies them in batches.
 
 Timestamps are integer microseconds since the Unix epoch, UTC. The connections to the file are
 in ``sqlite_db``.
@@ -33,6 +34,7 @@ in ``sqlite_db``.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ __all__ = [
     "define_body_text",
     "flush_fts",
     "migrate",
+    "text_digest",
 ]
 
 
@@ -279,21 +282,27 @@ def _define_position_rank(conn: sqlite3.Connection) -> None:
 # The full-text index reads a row's text from its body (``body_text``, registered on every
 # connection) instead of a copy in the row: the copy was most of a row's bytes (the text of the
 # benchmark's messages is 88% of their bodies' size), written in every commit and read by
-# nothing else. ``has_text`` says whether a row has searchable text at all, so rows without any
-# never enter the queue. Rows written before this step keep their ``text`` and leave
-# ``has_text`` NULL: each row leaves the index with the very text it entered it with.
+# nothing else. The row keeps ``text_digest`` instead, 8 bytes of BLAKE2b of the text it was
+# committed with (NULL when it has none, so such rows never enter the queue), and ``body_text``
+# gives the text only while the body still yields that text: FTS5 must be told to remove a row
+# with the very words it indexed, and a body damaged after its row was indexed would otherwise
+# tell it other words and leave the whole index unreadable ("database disk image is
+# malformed"). Such a row's words stay in the index, which ``check_integrity`` reports; searches
+# skip them, as they skip every row that is not live. Rows written before this step keep their
+# ``text`` and a NULL ``text_digest``: each row leaves the index with the text it entered it with.
 _BODY_TEXT = (
-    "ALTER TABLE messages ADD COLUMN has_text INTEGER",
+    "ALTER TABLE messages ADD COLUMN text_digest BLOB",
     "DROP VIEW live_text",
     """
     CREATE VIEW live_text AS
-    SELECT id, CASE WHEN has_text THEN body_text(body) ELSE text END AS text FROM messages
-    WHERE version_to IS NULL AND (has_text OR text != '')
+    SELECT id, CASE WHEN text_digest IS NULL THEN text ELSE body_text(body, text_digest) END
+        AS text
+    FROM messages WHERE version_to IS NULL AND (text_digest IS NOT NULL OR text != '')
     """,
     "DROP TRIGGER messages_insert",
     """
     CREATE TRIGGER messages_insert AFTER INSERT ON messages
-    WHEN new.version_to IS NULL AND (new.has_text OR new.text != '')
+    WHEN new.version_to IS NULL AND (new.text_digest IS NOT NULL OR new.text != '')
     BEGIN
         INSERT INTO fts_pending (row_id, op) VALUES (new.id, 1);
     END
@@ -302,7 +311,7 @@ _BODY_TEXT = (
     """
     CREATE TRIGGER messages_close AFTER UPDATE OF version_to ON messages
     WHEN old.version_to IS NULL AND new.version_to IS NOT NULL
-        AND (old.has_text OR old.text != '')
+        AND (old.text_digest IS NOT NULL OR old.text != '')
     BEGIN
         INSERT INTO fts_pending (row_id, op) SELECT old.id, -1
         WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE row_id = old.id);
@@ -314,9 +323,11 @@ _BODY_TEXT = (
     CREATE TRIGGER messages_delete AFTER DELETE ON messages
     BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, text)
-        SELECT 'delete', old.id,
-            CASE WHEN old.has_text THEN body_text(old.body) ELSE old.text END
-        WHERE (old.has_text OR old.text != '') AND coalesce(
+        SELECT 'delete', old.id, t.text FROM (
+            SELECT CASE WHEN old.text_digest IS NULL THEN old.text
+                ELSE body_text(old.body, old.text_digest) END AS text
+        ) t
+        WHERE t.text IS NOT NULL AND t.text != '' AND coalesce(
             (SELECT op = -1 FROM fts_pending WHERE row_id = old.id), old.version_to IS NULL);
         DELETE FROM fts_pending WHERE row_id = old.id;
         DELETE FROM blob_refs WHERE row_id = old.id;
@@ -325,10 +336,26 @@ _BODY_TEXT = (
 )
 
 
+def text_digest(text: str) -> bytes | None:
+    """What a row written since schema step 6 keeps of its searchable text (None: it has none)."""
+    if not text:
+        return None
+    # surrogatepass: committed text is valid, but a damaged body may decode to a lone
+    # surrogate, and a function that raises would fail every flush
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def _body_text(body: bytes, digest: bytes) -> str | None:
+    """The text of ``body`` for the full-text index, if it is the text ``digest`` was made of
+    (None otherwise: the body is not what was committed)."""
+    text = text_of_body(body)
+    return text if text_digest(text) == digest else None
+
+
 def define_body_text(conn: sqlite3.Connection) -> None:
-    """Register ``body_text(body)``, which the full-text index's triggers, queue and content
-    view call (schema step 6): every connection to the file needs it."""
-    conn.create_function("body_text", 1, text_of_body, deterministic=True)
+    """Register ``body_text(body, text_digest)``, which the full-text index's triggers, queue
+    and content view call (schema step 6): every connection to the file needs it."""
+    conn.create_function("body_text", 2, _body_text, deterministic=True)
 
 
 #: Every schema step, oldest first. Append new steps; never edit or reorder applied ones.
@@ -421,13 +448,16 @@ def _check_not_newer(applied: list[int], latest: int) -> None:
 #: and probed the queue, so each flush cost the whole store (20 ms a session at 40,000
 #: sessions of 10 messages, growing with the store). A row's text is read as step 6 says.
 FLUSH_FTS = (
-    "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', m.id, "
-    "CASE WHEN m.has_text THEN body_text(m.body) ELSE m.text END "
-    "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = -1",
-    "INSERT INTO messages_fts (rowid, text) SELECT m.id, "
-    "CASE WHEN m.has_text THEN body_text(m.body) ELSE m.text END "
+    "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', id, text FROM ("
+    "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
+    "ELSE body_text(m.body, m.text_digest) END AS text "
+    "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = -1"
+    ") WHERE text IS NOT NULL",
+    "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM ("
+    "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
+    "ELSE body_text(m.body, m.text_digest) END AS text "
     "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = 1 "
-    "ORDER BY p.row_id",
+    "ORDER BY p.row_id) WHERE text IS NOT NULL",
 )
 
 
