@@ -11,8 +11,10 @@ and take ``searchable_text`` of it, which it equals for every body agentledger w
 (``tests/store/test_body_text.py`` holds it to that). Bytes that are not such a body give ``""``:
 the load that reads them reports the damage.
 
-Changing what this returns changes what SQLite's index would be told to remove for a row it
-indexed before: a change needs a schema step that rebuilds that index.
+SQLite's index keeps, per row, a digest of the text the row was committed with, and reads the
+text only while the body still gives that text (``sqlite_schema``, step 6). Changing what this
+returns would leave the rows indexed before in the index and keep rows still queued out of it:
+a change needs a schema step that rebuilds that index.
 """
 
 from __future__ import annotations
