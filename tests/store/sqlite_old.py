@@ -24,6 +24,7 @@ def as_before_body_text(path: Path) -> None:
         conn.execute("DROP VIEW live_text")
         for trigger in ("messages_insert", "messages_close", "messages_delete"):
             conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("ALTER TABLE fts_queue RENAME TO fts_pending")
         for statement in old:
             conn.execute(statement)
         conn.execute("ALTER TABLE messages DROP COLUMN text_digest")

@@ -507,9 +507,9 @@ def test_search_sees_commits_still_queued_for_the_index(
 ) -> None:
     ledger = open_ledger()
     ledger.save("s", [Msg.user("zebra crossing", id="z")])
-    assert _sql(db_path, "SELECT count(*) FROM fts_pending") == [(1,)]
+    assert _sql(db_path, "SELECT count(*) FROM fts_queue") == [(1,)]
     assert [h.msg_id for h in open_ledger().search("zebra")] == ["z"]
-    assert _sql(db_path, "SELECT count(*) FROM fts_pending") == [(0,)]
+    assert _sql(db_path, "SELECT count(*) FROM fts_queue") == [(0,)]
 
 
 def test_an_index_flush_reads_the_queue_not_every_message(

@@ -10,6 +10,7 @@ from contextlib import closing
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,7 @@ def test_rows_store_a_digest_of_their_text_not_the_text(tmp_path: Path) -> None:
         ledger.save("s", [_said("zebra", "z"), _tool_call("t")])
         rows = "SELECT msg_id, text, text_digest FROM messages ORDER BY id"
         assert _sql(path, rows) == [("z", "", text_digest("zebra shared")), ("t", "", None)]
-        assert _sql(path, "SELECT row_id FROM fts_pending") == [(1,)]  # the call has no text
+        assert _sql(path, "SELECT row_id FROM fts_queue") == [(1,)]  # the call has no text
         assert [h.msg_id for h in ledger.search("zebra")] == ["z"]
         assert ledger.search("zebra")[0].snippet == "zebra shared"
         assert ledger.store.check_integrity() == []  # type: ignore[attr-defined]
@@ -65,6 +66,22 @@ def test_a_file_from_before_step_6_keeps_its_text_and_its_index_sound(tmp_path: 
         ledger.delete("s")
         assert ledger.search("shared") == []
         assert ledger.store.check_integrity() == []  # type: ignore[attr-defined]
+
+
+def test_a_process_still_running_the_code_before_step_6_cannot_flush_the_queue(
+    tmp_path: Path,
+) -> None:
+    """Code from before step 6 flushes the queue with the ``text`` column, which new rows leave
+    empty: it would tell the index to remove no words for a row indexed with some. The queue's
+    new name makes each of its commits fail, and roll back, at the count every commit takes."""
+    path = tmp_path / "state.db"
+    with Ledger(f"sqlite:///{path}") as ledger:
+        ledger.save("s", [_said("zebra", "z")])
+    with closing(sqlite3.connect(path)) as conn:
+        define_body_text(conn)
+        with pytest.raises(sqlite3.OperationalError, match="no such table: fts_pending"):
+            conn.execute("SELECT count(*) FROM fts_pending")
+        assert conn.execute("SELECT count(*) FROM fts_queue").fetchone() == (1,)
 
 
 def test_a_body_damaged_after_its_row_was_indexed_never_makes_the_index_unreadable(

@@ -542,7 +542,7 @@ class SqliteStore(Store):
                 "message_count = coalesce(?, message_count) WHERE sid = ?",
                 (version, at, title is not None, title or None, plan.message_count, sid),
             )
-            if conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FTS_BATCH:
+            if conn.execute("SELECT count(*) FROM fts_queue").fetchone()[0] >= FTS_BATCH:
                 flush_fts(conn)
         return incarnation(sid, created)
 
@@ -724,7 +724,7 @@ class SqliteStore(Store):
 
     def _flush_fts(self) -> None:
         with self._read() as conn:
-            pending = conn.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone()
+            pending = conn.execute("SELECT 1 FROM fts_queue LIMIT 1").fetchone()
         if pending:
             with self._write() as conn:
                 flush_fts(conn)

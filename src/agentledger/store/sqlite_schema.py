@@ -25,8 +25,8 @@ Schema (``MIGRATIONS``, applied by ``migrate`` and recorded in ``schema_migratio
   function ``body_text`` (``store.body_text``, checked against the row's ``text_digest``), which
   every connection registers; rows written before keep their copy in ``messages.text``. Another
   program's connection that changes ``messages`` needs it too (``define_body_text``): without
-  it SQLite refuses the change. Triggers queue index changes in ``fts_pending``; ``flush_fts``
-  applies them in batches.
+  it SQLite refuses the change. Triggers queue index changes in ``fts_queue`` (``fts_pending``
+  before step 6); ``flush_fts`` applies them in batches.
 
 Timestamps are integer microseconds since the Unix epoch, UTC. The connections to the file are
 in ``sqlite_db``.
@@ -290,35 +290,39 @@ def _define_position_rank(conn: sqlite3.Connection) -> None:
 # malformed"). Such a row's words stay in the index, which ``check_integrity`` reports; searches
 # skip them, as they skip every row that is not live. Rows written before this step keep their
 # ``text`` and a NULL ``text_digest``: each row leaves the index with the text it entered it with.
+# The queue is renamed ``fts_queue``: a process still running an earlier agentledger on the file
+# would flush it with the ``text`` column, which new rows leave empty, and tell the index to
+# remove words it holds as none; its commits fail on the missing table instead, and roll back.
 _BODY_TEXT = (
-    "ALTER TABLE messages ADD COLUMN text_digest BLOB",
+    "DROP TRIGGER messages_insert",
+    "DROP TRIGGER messages_close",
+    "DROP TRIGGER messages_delete",
     "DROP VIEW live_text",
+    "ALTER TABLE fts_pending RENAME TO fts_queue",
+    "ALTER TABLE messages ADD COLUMN text_digest BLOB",
     """
     CREATE VIEW live_text AS
     SELECT id, CASE WHEN text_digest IS NULL THEN text ELSE body_text(body, text_digest) END
         AS text
     FROM messages WHERE version_to IS NULL AND (text_digest IS NOT NULL OR text != '')
     """,
-    "DROP TRIGGER messages_insert",
     """
     CREATE TRIGGER messages_insert AFTER INSERT ON messages
     WHEN new.version_to IS NULL AND (new.text_digest IS NOT NULL OR new.text != '')
     BEGIN
-        INSERT INTO fts_pending (row_id, op) VALUES (new.id, 1);
+        INSERT INTO fts_queue (row_id, op) VALUES (new.id, 1);
     END
     """,
-    "DROP TRIGGER messages_close",
     """
     CREATE TRIGGER messages_close AFTER UPDATE OF version_to ON messages
     WHEN old.version_to IS NULL AND new.version_to IS NOT NULL
         AND (old.text_digest IS NOT NULL OR old.text != '')
     BEGIN
-        INSERT INTO fts_pending (row_id, op) SELECT old.id, -1
-        WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE row_id = old.id);
-        DELETE FROM fts_pending WHERE row_id = old.id AND op = 1;
+        INSERT INTO fts_queue (row_id, op) SELECT old.id, -1
+        WHERE NOT EXISTS (SELECT 1 FROM fts_queue WHERE row_id = old.id);
+        DELETE FROM fts_queue WHERE row_id = old.id AND op = 1;
     END
     """,
-    "DROP TRIGGER messages_delete",
     """
     CREATE TRIGGER messages_delete AFTER DELETE ON messages
     BEGIN
@@ -328,8 +332,8 @@ _BODY_TEXT = (
                 ELSE body_text(old.body, old.text_digest) END AS text
         ) t
         WHERE t.text IS NOT NULL AND t.text != '' AND coalesce(
-            (SELECT op = -1 FROM fts_pending WHERE row_id = old.id), old.version_to IS NULL);
-        DELETE FROM fts_pending WHERE row_id = old.id;
+            (SELECT op = -1 FROM fts_queue WHERE row_id = old.id), old.version_to IS NULL);
+        DELETE FROM fts_queue WHERE row_id = old.id;
         DELETE FROM blob_refs WHERE row_id = old.id;
     END
     """,
@@ -451,12 +455,12 @@ FLUSH_FTS = (
     "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', id, text FROM ("
     "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
     "ELSE body_text(m.body, m.text_digest) END AS text "
-    "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = -1"
+    "FROM fts_queue p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = -1"
     ") WHERE text IS NOT NULL",
     "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM ("
     "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
     "ELSE body_text(m.body, m.text_digest) END AS text "
-    "FROM fts_pending p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = 1 "
+    "FROM fts_queue p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = 1 "
     "ORDER BY p.row_id) WHERE text IS NOT NULL",
 )
 
@@ -465,4 +469,4 @@ def flush_fts(conn: sqlite3.Connection) -> int:
     """Apply the queued full-text index changes (inside a write transaction); return how many."""
     for statement in FLUSH_FTS:
         conn.execute(statement)
-    return conn.execute("DELETE FROM fts_pending").rowcount
+    return conn.execute("DELETE FROM fts_queue").rowcount
