@@ -344,8 +344,8 @@ def text_digest(text: str) -> bytes | None:
     """What a row written since schema step 6 keeps of its searchable text (None: it has none)."""
     if not text:
         return None
-    # surrogatepass: committed text is valid, but a damaged body may decode to a lone
-    # surrogate, and a function that raises would fail every flush
+    # Committed text is valid and msgspec refuses lone surrogates in a body, so strict
+    # encoding would do; surrogatepass only makes sure a flush can never fail in here.
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
