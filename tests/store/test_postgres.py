@@ -388,21 +388,6 @@ def test_a_stale_one_statement_save_writes_nothing(open_store: OpenStore) -> Non
     assert [m.id for m in Ledger(open_store()).messages("s")] == ["1", "2", "late"]
 
 
-def test_one_thread_saves_and_loads_on_one_pooled_connection(open_store: OpenStore) -> None:
-    """The first use waits for the pool's first connection: asking while it is still being
-    opened made the pool open another and hand the two out in turn, so every statement was
-    prepared, and every server backend warmed, twice."""
-    store = open_store()
-    ledger = Ledger(store)
-    msgs: list[Msg] = []
-    for i in range(6):
-        msgs.append(Msg.user(f"m{i}", id=f"m{i}"))
-        ledger.save("s", msgs)
-        assert Ledger(store).messages("s") == msgs
-    stats = store._pool.get_stats()
-    assert (stats["pool_size"], stats.get("requests_queued", 0)) == (1, 0)
-
-
 def test_reads_replace_a_pooled_connection_that_died_while_idle(
     open_store: OpenStore, pg_url: str
 ) -> None:

@@ -162,11 +162,17 @@ class PostgresStore(Store):
             self._lease_connect, self._pg.OperationalError, self.location
         )
         self._pool_timeout = pool_module.PoolTimeout
+        # The pool may grow only once ``setup`` has had its first connection: a request that
+        # finds the pool empty makes it open one more, and one made while the first connection
+        # is still opening would leave a process that saves from one thread with two, handed
+        # out in turn (each statement prepared, each server backend warmed, twice: the first
+        # seven shifts after a load took 2.4-3.0 ms against 1.4-1.9 on one connection).
+        self._pool_sizes = (pool_min, max(pool_max, pool_min, 1))
         self._pool = pool_module.ConnectionPool(
             conninfo,
             kwargs=self._kwargs,
             min_size=pool_min,
-            max_size=max(pool_max, pool_min, 1),
+            max_size=max(pool_min, 1),
             timeout=timeout,
             open=False,
             name=f"agentledger:{self.schema}",
@@ -210,16 +216,10 @@ class PostgresStore(Store):
         """Apply pending migrations (``postgres_schema.MIGRATIONS``); cheap once up to date."""
         if self._ready:
             return
-        with self._errors("setup"):
-            # Wait for the pool's first connections rather than ask before they are ready: a
-            # request that finds the pool still empty makes it open one more, and the pool then
-            # hands out its connections in turn, so a process saving from one thread warms
-            # two server backends, and prepares each statement twice, where one would do (the
-            # first seven shifts after a load took 2.4-3.0 ms against 1.4-1.9 on one).
-            self._pool.wait(self._timeout)
         with self._errors("setup"), self._pool.connection() as conn:
             if not {version for version, _, _ in ddl.MIGRATIONS} <= self._applied(conn):
                 self._migrate(conn)
+        self._pool.resize(*self._pool_sizes)  # see ``__init__``
         self._ready = True
 
     def _applied(self, conn: psycopg.Connection[Any]) -> set[int]:
