@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import socketserver
 import threading
-from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -17,20 +16,10 @@ from agentledger.errors import StoreUnavailableError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from agentledger.store.postgres import PostgresStore
-from tests.store import pg
+from tests.store.test_postgres import pg_url, schema
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> str:
-    return pg.require_server()
-
-
-@pytest.fixture
-def schema(pg_url: str) -> Iterator[str]:
-    with pg.fresh_schema(pg_url) as name:
-        yield name
+__all__ = ["pg_url", "schema"]  # fixtures, shared with test_postgres.py
 
 
 def test_one_thread_saves_and_loads_on_one_pooled_connection(pg_url: str, schema: str) -> None:
