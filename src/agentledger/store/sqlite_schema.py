@@ -451,17 +451,17 @@ def _check_not_newer(applied: list[int], latest: int) -> None:
 #: as a plain join ordered by ``m.id``, SQLite scanned every row of ``messages`` in id order
 #: and probed the queue, so each flush cost the whole store (20 ms a session at 40,000
 #: sessions of 10 messages, growing with the store). A row's text is read as step 6 says.
+_QUEUED = (
+    "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
+    "ELSE body_text(m.body, m.text_digest) END AS text "
+    "FROM fts_queue p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = {op} "
+    "ORDER BY p.row_id"
+)
 FLUSH_FTS = (
-    "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', id, text FROM ("
-    "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
-    "ELSE body_text(m.body, m.text_digest) END AS text "
-    "FROM fts_queue p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = -1"
-    ") WHERE text IS NOT NULL",
-    "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM ("
-    "SELECT m.id, CASE WHEN m.text_digest IS NULL THEN m.text "
-    "ELSE body_text(m.body, m.text_digest) END AS text "
-    "FROM fts_queue p CROSS JOIN messages m ON m.id = p.row_id WHERE p.op = 1 "
-    "ORDER BY p.row_id) WHERE text IS NOT NULL",
+    "INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', id, text FROM "
+    f"({_QUEUED.format(op=-1)}) WHERE text IS NOT NULL",
+    f"INSERT INTO messages_fts (rowid, text) SELECT id, text FROM ({_QUEUED.format(op=1)}) "
+    "WHERE text IS NOT NULL",
 )
 
 
