@@ -6,9 +6,12 @@ python -m bench.flat --backends sqlite     # memory, sqlite, sqlite-full, jsonl,
 
 Issue 17 asks that a save cost no more at message 12,000 than at message 400 (within 1.3x):
 appending a message, editing the last answer, saving an unchanged list, and the first save
-after reopening the store. Each is timed as CPU time of this process (``time.process_time``,
-so the figure does not move with what else the machine runs; a server's own work, Postgres's,
-is not in it), median of ``--reps`` saves, for the two ways to hold a session:
+after reopening the store. Each is timed as CPU time of this process (``time.process_time``:
+time spent waiting for a core is not counted, nor a server's own work, Postgres's), median of
+``--reps`` saves. Both lengths are measured in one run, each on a store of its own, their saves
+taking turns in an order that reverses every round: measured one length after the other, a
+stretch in which the shared machine ran slower fell on one length only, and moved a ratio by up
+to 1.5x between two runs of one commit. Two ways to hold a session are measured:
 
 - a plain ``list``, saved as it is: the save compares it with what was last saved;
 - a ``TrackedList`` (``Ledger.tracked``): the save compares only from where it changed.
@@ -42,6 +45,7 @@ from typing import Any
 
 from agentledger import Ledger, Msg
 from bench import facts, workload
+from bench.measure import turn_order
 from bench.shifts import replace_section
 
 __all__ = ["main", "measure", "render"]
@@ -75,15 +79,15 @@ def cold_note(small: int, large: int) -> str:
     """Why the first save after reopening is also timed with its caches cleared."""
     return (
         "*reopen* follows the load and a full garbage collection (the load's garbage is not the "
-        f"save's cost); that collection walks every object of the process, which at {large:,} "
-        "messages pushes much of the save's code and data out of the CPU's caches, where at "
-        f"{small:,} it leaves them there. *reopen, caches cleared* is the "
-        f"same save after {SWEEP >> 20} MiB (twice the CPU's last-level cache) were written "
-        "over, at both lengths: the save then starts from cold caches either way, as it does in "
-        "an application that waited on a model between its load and its save, and costs more "
-        "at both. With a `TrackedList` the save makes the same Python calls at both lengths "
-        "(308 per save on memory://, counted with `cProfile`); what differs in *reopen* is how "
-        "much of that work's memory is still in cache."
+        "save's cost). That collection walks every object of the process, which holds both "
+        f"sessions ({small:,} and {large:,} messages) throughout, so it leaves the same in "
+        "the CPU's caches before a save at either length; measured one length after the other, "
+        "as before, it pushed much of the save's code and data out of them at the larger length "
+        "only. *reopen, caches cleared* is the same save after "
+        f"{SWEEP >> 20} MiB (twice the CPU's last-level cache) were written over: the save then "
+        "starts from cold caches, as it does in an application that waited on a model between "
+        "its load and its save. With a `TrackedList` the save makes the same Python calls at "
+        "both lengths (308 per save on memory://, counted with `cProfile`)."
     )
 
 
@@ -96,8 +100,7 @@ AGENT_NOTE = (
     "snapshot begins with the history that last passed (about 0.08 ms); the context is copied "
     "once per run (0.02 ms); and handing work to worker threads costs more CPU when the "
     "session is large. A real model adapter converts the whole context for every call, which "
-    "costs far more than any of these. The agent's ratios move by up to 1.4x between runs on "
-    "this shared machine."
+    "costs far more than any of these."
 )
 
 
@@ -128,86 +131,145 @@ def _cpu_ms(save: Callable[[], Any]) -> float:
     return (time.process_time_ns() - started) / 1e6
 
 
-def measure(backend: str, msgs: list[Msg], reps: int, workdir: Path) -> dict[str, dict[str, float]]:
-    """``{"list" | "tracked": {kind: median CPU ms}}`` for one backend and session length."""
-    out: dict[str, dict[str, float]] = {}
-    for holder in ("list", "tracked"):
-        url = _url(backend, workdir)
-        ledger = Ledger(url)
-        try:
-            ledger.save("s", msgs)
-            live: Any = ledger.tracked("s") if holder == "tracked" else list(msgs)
-            made = iter(range(10**9))
-            times: dict[str, list[float]] = {k: [] for k in KINDS}
-            for _ in range(reps):
-                live.append(Msg.assistant("appended", id=f"a{next(made)}"))
-                times["append"].append(_cpu_ms(partial(ledger.save, "s", live)))
-            for _ in range(reps):
-                live[-1] = live[-1].replace(content=f"edited {next(made)}")
-                times["edit"].append(_cpu_ms(partial(ledger.save, "s", live)))
-            for _ in range(reps):
-                times["no-op"].append(_cpu_ms(partial(ledger.save, "s", live)))
-            for i in range(2 * max(3, reps // 4)):
-                reopened = Ledger(ledger.store)
-                again: Any = (
-                    reopened.tracked("s") if holder == "tracked" else reopened.messages("s")
-                )
-                again.append(Msg.assistant("after reopening", id=f"r{next(made)}"))
-                gc.collect()  # the load's garbage is not the save's cost
-                kind = "reopen" if i % 2 else COLD
-                if kind == COLD:
-                    _clear_caches()
-                times[kind].append(_cpu_ms(partial(reopened.save, "s", again)))
-                live = again
-                ledger = reopened
-            out[holder] = {k: statistics.median(v) for k, v in times.items()}
-        finally:
-            ledger.store.close()
-            if backend == "postgres":
-                _drop_schema(url)
+class _Session:
+    """One session of one length on a store of its own, held as a plain list or a
+    ``TrackedList``, and the saves ``measure`` times on it."""
+
+    def __init__(self, backend: str, msgs: list[Msg], holder: str, workdir: Path) -> None:
+        self.backend, self.holder = backend, holder
+        self.url = _url(backend, workdir)
+        self.ledger = Ledger(self.url)
+        self.ledger.save("s", msgs)
+        self.live: Any = self.ledger.tracked("s") if holder == "tracked" else list(msgs)
+        self.made = iter(range(10**9))
+
+    def append(self) -> float:
+        self.live.append(Msg.assistant("appended", id=f"a{next(self.made)}"))
+        return _cpu_ms(partial(self.ledger.save, "s", self.live))
+
+    def edit(self) -> float:
+        self.live[-1] = self.live[-1].replace(content=f"edited {next(self.made)}")
+        return _cpu_ms(partial(self.ledger.save, "s", self.live))
+
+    def no_op(self) -> float:
+        return _cpu_ms(partial(self.ledger.save, "s", self.live))
+
+    def reopen(self, cold: bool) -> float:
+        """The first save on a new ``Ledger`` over the same store, one message appended."""
+        reopened = Ledger(self.ledger.store)
+        again: Any = reopened.tracked("s") if self.holder == "tracked" else reopened.messages("s")
+        again.append(Msg.assistant("after reopening", id=f"r{next(self.made)}"))
+        gc.collect()  # the load's garbage is not the save's cost
+        if cold:
+            _clear_caches()
+        ms = _cpu_ms(partial(reopened.save, "s", again))
+        self.ledger, self.live = reopened, again
+        return ms
+
+    def close(self) -> None:
+        self.ledger.store.close()
+        if self.backend == "postgres":
+            _drop_schema(self.url)
+
+
+def _alternating(
+    sessions: list[Any], reps: int, timed: Callable[[Any], float]
+) -> list[list[float]]:
+    """``reps`` figures of ``timed`` per session, the sessions taking turns (``turn_order``)."""
+    out: list[list[float]] = [[] for _ in sessions]
+    for rep in range(reps):
+        for i in turn_order(len(sessions), rep):
+            out[i].append(timed(sessions[i]))
     return out
 
 
-def measure_agent(backend: str, msgs: list[Msg], reps: int, workdir: Path) -> float:
-    """Median CPU ms of one agent run on a session of ``msgs`` (see the module docstring)."""
+def measure(
+    backend: str, lengths: list[list[Msg]], reps: int, workdir: Path
+) -> list[dict[str, dict[str, float]]]:
+    """``{"list" | "tracked": {kind: median CPU ms}}`` for one backend, per session length
+    (``lengths``: the messages of each), every length's saves taken in turn (``_alternating``)."""
+    out: list[dict[str, dict[str, float]]] = [{} for _ in lengths]
+    for holder in ("list", "tracked"):
+        sessions: list[_Session] = []
+        try:
+            for msgs in lengths:
+                sessions.append(_Session(backend, msgs, holder, workdir))
+            cold_reps = max(3, reps // 4)
+            figures = {
+                "append": _alternating(sessions, reps, _Session.append),
+                "edit": _alternating(sessions, reps, _Session.edit),
+                "no-op": _alternating(sessions, reps, _Session.no_op),
+                "reopen": _alternating(sessions, cold_reps, partial(_Session.reopen, cold=False)),
+                COLD: _alternating(sessions, cold_reps, partial(_Session.reopen, cold=True)),
+            }
+            for i in range(len(lengths)):
+                out[i][holder] = {k: statistics.median(v[i]) for k, v in figures.items()}
+        finally:
+            for session in sessions:
+                session.close()
+    return out
+
+
+class _AgentSession:
+    """A ``ReActAgent`` on a session of its own (see the module docstring), and its runs."""
+
+    def __init__(self, backend: str, msgs: list[Msg], runs: int, workdir: Path) -> None:
+        from agentledger.agent import ReActAgent, tool
+        from agentledger.messages import ToolUseBlock
+        from agentledger.testing import ScriptedModel
+
+        @tool
+        def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            return a + b
+
+        script: list[Msg] = []
+        for i in range(runs):
+            call = ToolUseBlock(id=f"c{i}", name="add", input={"a": i, "b": 1})
+            script += [Msg.assistant([call]), Msg.assistant(f"answer {i}")]
+        self.backend = backend
+        self.url = _url(backend, workdir)
+        self.ledger = Ledger(self.url)
+        self.ledger.save("s", msgs)
+        self.model = ScriptedModel(script)
+        self.agent = ReActAgent(self.model, [add], store=self.ledger)
+        self.done = 0
+
+    async def run(self) -> float:
+        gc.collect()
+        started = time.process_time_ns()
+        await self.agent.run(f"question {self.done}", "s")
+        self.done += 1
+        self.model.requests.clear()  # the script's record of each request, not the agent's
+        return (time.process_time_ns() - started) / 1e6
+
+    def close(self) -> None:
+        self.ledger.store.close()
+        if self.backend == "postgres":
+            _drop_schema(self.url)
+
+
+def measure_agent(backend: str, lengths: list[list[Msg]], reps: int, workdir: Path) -> list[float]:
+    """Median CPU ms of one agent run, per session length, the lengths taking turns (two
+    warm-up runs each first)."""
     import asyncio
 
-    from agentledger.agent import ReActAgent, tool
-    from agentledger.messages import ToolUseBlock
-    from agentledger.testing import ScriptedModel
-
-    @tool
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
-
-    runs = reps + 2
-    script: list[Msg] = []
-    for i in range(runs):
-        call = ToolUseBlock(id=f"c{i}", name="add", input={"a": i, "b": 1})
-        script += [Msg.assistant([call]), Msg.assistant(f"answer {i}")]
-    url = _url(backend, workdir)
-    ledger = Ledger(url)
+    sessions: list[_AgentSession] = []
     try:
-        ledger.save("s", msgs)
-        model = ScriptedModel(script)
-        agent = ReActAgent(model, [add], store=ledger)
+        for msgs in lengths:
+            sessions.append(_AgentSession(backend, msgs, reps + 2, workdir))
 
-        async def timed() -> list[float]:
-            times = []
-            for i in range(runs):
-                gc.collect()
-                started = time.process_time_ns()
-                await agent.run(f"question {i}", "s")
-                times.append((time.process_time_ns() - started) / 1e6)
-                model.requests.clear()  # the script's record of each request, not the agent's
-            return times[2:]
+        async def timed() -> list[list[float]]:
+            figures: list[list[float]] = [[] for _ in sessions]
+            for rep in range(reps + 2):
+                for i in turn_order(len(sessions), rep):
+                    figures[i].append(await sessions[i].run())
+            return [f[2:] for f in figures]
 
-        return statistics.median(asyncio.run(timed()))
+        return [statistics.median(f) for f in asyncio.run(timed())]
     finally:
-        ledger.store.close()
-        if backend == "postgres":
-            _drop_schema(url)
+        for session in sessions:
+            session.close()
 
 
 def _drop_schema(url: str) -> None:
@@ -220,13 +282,13 @@ def _drop_schema(url: str) -> None:
 
 def run(sizes: list[int], backends: list[str], reps: int, workdir: Path) -> dict[str, Any]:
     jsonl, _ = workload.ensure(str(workdir), max(sizes) // workload.TURN + 1, 7)
+    lengths = [workload.load_msgs(jsonl, n // workload.TURN) for n in sizes]
     results: dict[str, Any] = {}
     for backend in backends:
-        for n in sizes:
-            msgs = workload.load_msgs(jsonl, n // workload.TURN)
-            print(f"{backend} {n}", file=sys.stderr, flush=True)
-            results.setdefault(backend, {})[n] = measure(backend, msgs, reps, workdir)
-            results[backend][n]["agent"] = measure_agent(backend, msgs, reps, workdir)
+        print(f"{backend} {', '.join(map(str, sizes))}", file=sys.stderr, flush=True)
+        saves = measure(backend, lengths, reps, workdir)
+        agent = measure_agent(backend, lengths, reps, workdir)
+        results[backend] = {n: {**saves[i], "agent": agent[i]} for i, n in enumerate(sizes)}
     return results
 
 
@@ -241,10 +303,10 @@ def render(results: dict[str, Any], sizes: list[int], meta: dict[str, Any]) -> s
         "benchmark workload, for a plain `list` (compared whole) and a `TrackedList` "
         "(`Ledger.tracked`, compared from where it changed). CPU time of this process only: "
         "a Postgres server's own work is not in it. The target is a ratio of at most "
-        f"{TARGET}x. These are tens to hundreds of microseconds: on the shared 2-core machine "
-        "two runs of one commit have put the same row 1.5x apart (a `TrackedList` append on "
-        "sqlite:// at 0.86x and at 1.42x, the same code on sqlite-full at 1.24x and 0.87x), so "
-        "read a single miss under about 1.5x as noise unless it repeats.",
+        f"{TARGET}x. The two lengths run in one process, each on a store of its own, their "
+        "saves taking turns (the order reversed every round), so that a slower stretch of "
+        "this shared 2-core machine falls on both: measured one length after the other, as "
+        "before, two runs of one commit put the same row up to 1.5x apart.",
         "",
         f"| backend | held as | save | {small:,} msgs | {large:,} msgs | ratio | target |",
         "|---|---|---|---:|---:|---:|---|",

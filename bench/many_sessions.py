@@ -1,17 +1,19 @@
 """``python -m bench.many_sessions``: what a store's operations cost with 100,000 sessions in it.
 
 python -m bench.many_sessions                       # 100 then 100,000 sessions, SQLite and Postgres
-python -m bench.many_sessions --quick               # 20 then 200 sessions (a smoke test)
+python -m bench.many_sessions --quick               # 40 then 400 sessions (a smoke test)
 python -m bench.many_sessions --backends sqlite --out docs/benchmarks.md
 
-One store per backend is filled to the small size, measured, filled on to the large size and
-measured again, so the two figures of an operation come from the same store, one with 1,000
-times the sessions. Every session holds ``MESSAGES`` messages (user and assistant text of about
-20 words drawn from a fixed vocabulary, so one million messages at 100,000 sessions). Filling
-goes through the public API only: one ``Ledger.save(session, messages)`` per session (a new
-session is one commit), from one process on SQLite (one writer at a time) and from
-``--fill-workers`` processes on Postgres. Operations measured at each size, medians over
-``SAMPLES`` sessions picked at random:
+Each size gets a store of its own, filled first; then every operation runs on all of them,
+taking turns call by call (``bench.measure.turn_order``), so that a slower stretch of the shared
+machine falls on every size alike (measured one size after the other, minutes apart, the same
+code's sub-millisecond ratios moved between 0.55x and 2.24x). Every session holds ``MESSAGES``
+messages (user and assistant text of about 20 words drawn from a fixed vocabulary, so one
+million messages at 100,000 sessions). Filling goes through the public API only: one
+``Ledger.save(session, messages)`` per session (a new session is one commit), from one process
+on SQLite (one writer at a time) and from ``--fill-workers`` processes on Postgres. Operations
+measured at each size, medians over ``SAMPLES`` sessions picked at random (``CALLS`` calls for
+``list_sessions`` and ``search``):
 
 - ``save: new session``: ``Ledger.save`` of a new 10-message session;
 - ``save: append``: ``Ledger.save`` of a session's messages plus one user/assistant turn;
@@ -43,18 +45,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from agentledger import Ledger, Msg
 from agentledger.store.cursor import decode_cursor
+from bench.measure import turn_order
 
 __all__ = ["Figures", "main", "measure_backend", "render"]
 
 MESSAGES = 10  # per session
 SAMPLES = 100  # sessions sampled per operation (all of them at 100 sessions)
+CALLS = 10  # calls per figure of list_sessions and search
 PAGE = 50
 NEEDLE = "needle"  # held by NEEDLE_HITS messages, whatever the store's size
 NEEDLE_HITS = 30
@@ -236,23 +240,25 @@ class Figures:
     fill_workers: int = 1
 
 
-def _median(fn: Callable[[int], Any], picks: list[int]) -> float:
-    samples = []
-    for i in picks:
-        began = time.perf_counter()
-        fn(i)
-        samples.append(time.perf_counter() - began)
-    return statistics.median(samples)
+#: One measured operation on one store: its name and its calls, one per sample.
+Operation = tuple[str, list[Callable[[], Any]]]
 
 
-def measure(backend: Backend, ledger: Ledger, sessions: int, fill_seconds: float) -> Figures:
-    rng = random.Random(sessions)
-    picks = rng.sample(range(sessions), min(SAMPLES, sessions))
-    fig = Figures(sessions, sessions * MESSAGES, fill_seconds, fill_workers=backend.fill_workers)
-    s = fig.seconds
+def _operations(backend: Backend, ledger: Ledger, fig: Figures) -> Iterator[Operation]:
+    """The operations measured on one store, in order: each a name and its calls, one per
+    sample. Lazy: a step's calls are made once the steps before it ran (an append saves the
+    messages the load read)."""
+    sessions = fig.sessions
+    picks = random.Random(sessions).sample(range(sessions), min(SAMPLES, sessions))
     fresh = iter(range(10_000_000 + sessions * 10, 10_000_000 + sessions * 11))
-    s["save: new session"] = _median(
-        lambda i: ledger.save(f"new-{next(fresh)}", session_messages(10_000_000 + i)), picks
+    yield (
+        "save: new session",
+        [
+            partial(
+                lambda i: ledger.save(f"new-{next(fresh)}", session_messages(10_000_000 + i)), i
+            )
+            for i in picks
+        ],
     )
     loaded: dict[int, list[Msg]] = {}
 
@@ -262,51 +268,75 @@ def measure(backend: Backend, ledger: Ledger, sessions: int, fill_seconds: float
             m.content  # noqa: B018 - read every message, as a caller would
         loaded[i] = msgs
 
-    s["load"] = _median(load, picks)
+    yield "load", [partial(load, i) for i in picks]
     turn = session_messages(sessions + 1, 2)
-    s["save: append a turn"] = _median(
-        lambda i: ledger.save(_name(i), [*loaded[i], *(m.replace(id=f"{m.id}-{i}") for m in turn)]),
-        picks,
-    )
+
+    def append(i: int) -> None:
+        ledger.save(_name(i), [*loaded[i], *(m.replace(id=f"{m.id}-{i}") for m in turn)])
+
+    yield "save: append a turn", [partial(append, i) for i in picks]
     total = len(ledger.list_sessions())
     for label, offset in (("first", 0), ("middle", total // 2), ("last", max(0, total - PAGE))):
-        s[f"list_sessions: {label} page"] = _median(
-            lambda _i, offset=offset: ledger.list_sessions(limit=PAGE, offset=offset), picks[:10]
-        )
+        page = partial(ledger.list_sessions, limit=PAGE, offset=offset)
+        yield f"list_sessions: {label} page", [page] * CALLS
         if offset:
             before = ledger.list_sessions(limit=1, offset=offset - 1)[0].cursor
-            s[f"list_sessions: {label} page by cursor"] = _median(
-                lambda _i, before=before: ledger.list_sessions(limit=PAGE, after=before),
-                picks[:10],
-            )
+            page = partial(ledger.list_sessions, limit=PAGE, after=before)
+            yield f"list_sessions: {label} page by cursor", [page] * CALLS
     for label, term in (("rare word", NEEDLE), ("common word", COMMON)):
-        s[f"search: {label}"] = _median(lambda _i, term=term: ledger.search(term), picks[:10])
+        yield f"search: {label}", [partial(ledger.search, term)] * CALLS
         fig.hits[label] = len(ledger.search(term, limit=1_000_000))
         fig.plans[label] = backend.explain(ledger, "search", term)
     fig.plans["list_sessions"] = backend.explain(ledger, "list", "")
     last = ledger.list_sessions(limit=1, offset=max(0, total - PAGE - 1))
     if last and total > PAGE:
         fig.plans["list_sessions by cursor"] = backend.explain(ledger, "list", last[0].cursor)
-    return fig
+
+
+def measure(stores: list[tuple[Backend, Ledger, Figures]]) -> None:
+    """Fill in each store's ``Figures``: every operation's calls on every store taking turns
+    (``turn_order``), so that the shared machine's slower stretches fall on every size alike;
+    a median of as many calls at each size."""
+    steps = zip(*(_operations(*store) for store in stores), strict=True)
+    for step in steps:
+        names = {name for name, _ in step}
+        if len(names) != 1:
+            raise AssertionError(f"the stores measured different operations: {sorted(names)}")
+        (name,) = names
+        calls = [c for _, c in step]
+        samples: list[list[float]] = [[] for _ in stores]
+        for k in range(min(map(len, calls))):
+            for i in turn_order(len(stores), k):
+                began = time.perf_counter()
+                calls[i][k]()
+                samples[i].append(time.perf_counter() - began)
+        for (_, _, fig), figures in zip(stores, samples, strict=True):
+            fig.seconds[name] = statistics.median(figures)
 
 
 def measure_backend(
-    backend: Backend, sizes: tuple[int, ...], log: Any = sys.stderr
+    make: Callable[[], Backend], sizes: tuple[int, ...], log: Any = sys.stderr
 ) -> list[Figures]:
-    """Fill to each size in turn and measure there."""
-    out = []
-    filled = 0
+    """Fill one store per size (``make`` gives each its own), then measure them together."""
+    backends: list[Backend] = []
     try:
+        stores = []
         for n in sizes:
-            seconds = fill(backend, filled, n, log)
-            filled = n
-            with Ledger(backend.url) as ledger:
-                ledger.messages(_name(0))  # connect (Postgres opens its pool) before timing
-                out.append(measure(backend, ledger, n, seconds))
-            log.write(f"{backend.name} @ {n:,} sessions measured\n")
+            backend = make()
+            backends.append(backend)
+            seconds = fill(backend, 0, n, log)
+            ledger = Ledger(backend.url)
+            ledger.messages(_name(0))  # connect (Postgres opens its pool) before timing
+            fig = Figures(n, n * MESSAGES, seconds, fill_workers=backend.fill_workers)
+            stores.append((backend, ledger, fig))
+        measure(stores)
+        for _, ledger, _ in stores:
+            ledger.close()
+        log.write(f"{backends[0].name} @ {', '.join(f'{n:,}' for n in sizes)} sessions measured\n")
+        return [fig for _, _, fig in stores]
     finally:
-        backend.cleanup()
-    return out
+        for backend in backends:
+            backend.cleanup()
 
 
 # -- the report ---------------------------------------------------------------------------
@@ -327,19 +357,18 @@ def render(results: dict[str, list[Figures]], command: str) -> str:
         f"Generated by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         "Target: every operation at the large size within 1.2x of its cost at the small size. "
         "See `bench/many_sessions.py` for what each operation is and how the store was filled. "
-        "Times are medians; the machine is shared, so ratios under about 1.3x are within its "
-        "noise.\n",
+        "Times are medians, each size's calls taking turns with the other's.\n",
     ]
     for name, figs in results.items():
         small, large = figs[0], figs[-1]
-        added = large.sessions - small.sessions
         lines += [
             f"\n### {name}: {small.sessions:,} vs {large.sessions:,} sessions "
             f"({large.messages:,} messages)\n",
             f"Filled through `Ledger.save`, one commit per session, from {large.fill_workers} "
-            f"process{'es' if large.fill_workers > 1 else ''}: {small.sessions:,} sessions in "
-            f"{small.fill_seconds:.1f} s, then {added:,} more in {large.fill_seconds:.0f} s "
-            f"({added / large.fill_seconds:,.0f} sessions/s).\n",
+            f"process{'es' if large.fill_workers > 1 else ''}, each size in a store of its "
+            f"own: {small.sessions:,} sessions in {small.fill_seconds:.1f} s, "
+            f"{large.sessions:,} in {large.fill_seconds:.0f} s "
+            f"({large.sessions / large.fill_seconds:,.0f} sessions/s).\n",
             f"\n| operation | {small.sessions:,} sessions | {large.sessions:,} sessions | ratio "
             "| within 1.2x |",
             "|---|---:|---:|---:|---|",
@@ -399,8 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--sizes: ascending, each at least {NEEDLE_HITS}")
     results: dict[str, list[Figures]] = {}
     for name in args.backends.split(","):
-        with _backend(name, args.fill_workers) as backend:
-            results[name] = measure_backend(backend, sizes)
+        results[name] = measure_backend(_maker(name, args.fill_workers), sizes)
     given = argv if argv is not None else sys.argv[1:]
     section = render(results, " ".join(["python -m bench.many_sessions", *given]))
     print(section)
@@ -409,15 +437,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-@contextmanager
-def _backend(name: str, workers: int) -> Iterator[Backend]:
+def _maker(name: str, workers: int) -> Callable[[], Backend]:
+    """What makes a new, empty store of backend ``name`` (its own file or schema) each call."""
     if name == "sqlite":
-        root = Path(tempfile.mkdtemp(prefix="agentledger-many-", dir="/tmp"))
-        yield _sqlite(root)
-    elif name == "postgres":
-        yield _postgres(workers)
-    else:
-        sys.exit(f"--backends: unknown {name!r}; choose sqlite, postgres")
+        return lambda: _sqlite(Path(tempfile.mkdtemp(prefix="agentledger-many-", dir="/tmp")))
+    if name == "postgres":
+        return partial(_postgres, workers)
+    sys.exit(f"--backends: unknown {name!r}; choose sqlite, postgres")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Io", "Op", "dir_size", "measure", "peak_rss", "read_io", "reset_peak_rss"]
+__all__ = [
+    "Io",
+    "Op",
+    "dir_size",
+    "measure",
+    "peak_rss",
+    "read_io",
+    "reset_peak_rss",
+    "turn_order",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +103,12 @@ def dir_size(path: str) -> int:
             except OSError:
                 pass
     return total
+
+
+def turn_order(count: int, rep: int) -> list[int]:
+    """The order in which ``count`` setups compared with each other (two session lengths, two
+    store sizes) take their ``rep``-th turn at an operation: reversed every round. Taking turns
+    makes a slower or faster stretch of a shared machine (another tenant, a frequency change)
+    fall on every setup alike, where measuring one setup after the other put it on whichever
+    ran then; reversing cancels what going first or second does to a figure."""
+    return list(range(count)) if rep % 2 == 0 else list(reversed(range(count)))

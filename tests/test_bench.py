@@ -320,3 +320,42 @@ def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Pa
     assert section.count("| memory | tracked |") == len(flat.KINDS)
     assert "A whole agent run" in section and "caches cleared" in section
     assert section.count("| sqlite | ") == 2 * len(flat.KINDS) + 1
+
+
+def test_compared_setups_take_turns_in_an_order_that_reverses() -> None:
+    from bench.measure import turn_order
+
+    assert [turn_order(2, rep) for rep in range(4)] == [[0, 1], [1, 0], [0, 1], [1, 0]]
+    assert turn_order(3, 1) == [2, 1, 0]
+
+
+def test_flat_cost_times_both_lengths_turn_by_turn() -> None:
+    """A slower stretch of the machine must fall on both lengths, not on the one that ran then."""
+    from bench import flat
+
+    calls: list[str] = []
+
+    def timed(name: str) -> float:
+        calls.append(name)
+        return float(len(calls))
+
+    figures = flat._alternating(["small", "large"], 3, timed)
+    assert calls == ["small", "large", "large", "small", "small", "large"]
+    assert figures == [[1.0, 4.0, 5.0], [2.0, 3.0, 6.0]]
+
+
+def test_many_sessions_times_every_size_call_by_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import many_sessions
+
+    calls: list[tuple[str, int]] = []
+
+    def operations(backend: Any, ledger: Any, fig: Any) -> Any:
+        for op in ("load", "search"):
+            yield op, [lambda op=op, k=k: calls.append((f"{fig.sessions}", k)) for k in range(3)]
+
+    monkeypatch.setattr(many_sessions, "_operations", operations)
+    stores = [(None, None, many_sessions.Figures(n, n * 10, 0.0)) for n in (100, 1000)]
+    many_sessions.measure(stores)  # type: ignore[arg-type]
+    per_op = [("100", 0), ("1000", 0), ("1000", 1), ("100", 1), ("100", 2), ("1000", 2)]
+    assert calls == per_op * 2
+    assert all(set(fig.seconds) == {"load", "search"} for _, _, fig in stores)
