@@ -183,9 +183,16 @@ class _Aligner:
         When that is the whole old list (a plain list's prefix, at every append) it is tried
         first in one comparison that copies only the new slice: a slice's copy touches every
         message it holds, which is most of what comparing costs. A list that differs pays
-        the try once (an edit in the middle of 12,000 messages: about 25 us)."""
+        the try once (an edit in the middle of 12,000 messages: about 25 us), unless it
+        differs at once (a window that slid, a message put in front): then it is not tried."""
         new, old = self.new, self.old
-        if limit > _RUN and j == 0 and limit == len(old) and new[i : i + limit] == old:
+        if (
+            limit > _RUN
+            and j == 0
+            and limit == len(old)
+            and self.same(i, j)
+            and new[i : i + limit] == old
+        ):
             return limit
         done = 0
         while done < limit:
