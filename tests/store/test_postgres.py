@@ -191,6 +191,22 @@ def test_search_is_by_word_prefix_and_tolerates_any_query(open_store: OpenStore)
     assert Ledger(open_store()).messages("s")[0].text == "Foxes and dogs\x00 with a NUL"
 
 
+def test_a_snippet_is_centred_on_the_word_found_whatever_the_query_spells(
+    open_store: OpenStore,
+) -> None:
+    """The words match without case, accents or punctuation; the snippet is cut around the
+    word that matched, not around the query's raw first token (which "creme" or '"fox' never
+    equal), as SQLite's snippet is."""
+    ledger = Ledger(open_store())
+    text = "x " * 100 + "Un café crème, and a fox that jumps" + " y" * 100
+    ledger.save("s", [Msg.user(text, id="m")])
+    for query in ("creme", "CRÈME fox", '"crème"', "crème!"):
+        (hit,) = ledger.search(query)
+        assert "crème" in hit.snippet and hit.snippet.startswith("…"), (query, hit.snippet)
+    (hit,) = ledger.search('"fox')
+    assert "fox that jumps" in hit.snippet and hit.snippet.startswith("…")
+
+
 def test_search_takes_its_matches_from_the_index_before_ordering_by_session(
     open_store: OpenStore, db: psycopg.Connection[Any]
 ) -> None:

@@ -16,6 +16,7 @@ from agentledger import Ledger, Msg
 from agentledger.store.search_words import (
     _WORD,
     MAX_INDEXED_CHARS,
+    first_word_at,
     prefix_query,
     tsvector_literal,
     words,
@@ -75,6 +76,34 @@ def test_examples() -> None:
     assert prefix_query("  !!! ") is None
     assert words("a " * MAX_INDEXED_CHARS + "late") == ["a"] * (MAX_INDEXED_CHARS // 2)
     assert tsvector_literal("y" * 3000 + " short") == "short"  # PostgreSQL's lexeme limit
+
+
+@given(any_texts | texts.map(lambda t: unicodedata.normalize("NFD", t)), st.data())
+def test_a_snippet_is_centred_on_the_first_word_a_query_word_prefixes(
+    text: str, data: st.DataObject
+) -> None:
+    """``first_word_at`` finds a word exactly when ``words`` holds one with that prefix, at
+    the start of a word, and never after a word that has it."""
+    cut = words(text)
+    prefix = data.draw(
+        st.sampled_from(cut).flatmap(lambda w: st.integers(1, len(w)).map(lambda n: w[:n]))
+        if cut
+        else st.sampled_from(["a", "zz", "é"])
+    )
+    at = first_word_at(text, prefix)
+    assert (at >= 0) == any(w.startswith(prefix) for w in cut)
+    if at >= 0:
+        assert at == 0 or not text[at - 1].isalnum()
+        assert not any(w.startswith(prefix) for w in words(text[:at]))
+        assert any(w.startswith(prefix) for w in words(text[at:]))
+
+
+def test_snippet_examples() -> None:
+    assert first_word_at("Un café crème", "creme") == 8
+    assert first_word_at('the quick "fox" jumps', "fox") == 11
+    assert first_word_at("cafe\u0301s et thé", "cafes") == 0  # a mark between its letters
+    assert first_word_at("xfoo foo", "foo") == 5 and first_word_at("abc", "x") == -1
+    assert first_word_at("a " * MAX_INDEXED_CHARS + "late", "late") == -1  # not indexed either
 
 
 # -- the same hits on PostgreSQL and SQLite -----------------------------------------------------

@@ -615,7 +615,11 @@ def check_version(version: int | None, oldest: int, latest: int) -> None:
 
 def snippet_around(text: str, word: str, width: int = 80) -> str:
     """A short excerpt of ``text`` centred on the first occurrence of ``word``."""
-    at = text.lower().find(word.lower())
+    return snippet_at(text, text.lower().find(word.lower()), width)
+
+
+def snippet_at(text: str, at: int, width: int = 80) -> str:
+    """A short excerpt of ``text`` centred on index ``at`` (its start if ``at`` is -1)."""
     start = max(0, at - width // 2) if at >= 0 else 0
     excerpt = text[start : start + width].replace("\n", " ")
     return ("…" if start else "") + excerpt + ("…" if start + width < len(text) else "")

@@ -65,14 +65,14 @@ from agentledger.store.base import (
     check_version,
     lists_from_rows,
     process_lock,
-    snippet_around,
+    snippet_at,
 )
 from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
 from agentledger.store.ranks import RankPlan, plan_ranks
-from agentledger.store.search_words import prefix_query, tsvector_literal
+from agentledger.store.search_words import first_word_at, prefix_query, tsvector_literal, words
 
 if TYPE_CHECKING:
     import psycopg
@@ -411,7 +411,7 @@ class PostgresStore(Store):
         match = prefix_query(query)
         if match is None or limit <= 0:
             return []
-        first = query.lower().split()[0]
+        first = words(query)[0]  # the snippet is centred on the first word it prefixes
 
         def run(conn: psycopg.Connection[Any]) -> list[SearchHit]:
             args = {"tenant": tenant, "query": match, "limit": limit}
@@ -810,9 +810,11 @@ def _write_args(
     return args, closes
 
 
-def _snippet(body: bytes, word: str) -> str:
-    """A search hit's snippet: the table keeps no copy of the text since migration 5."""
-    return snippet_around(text_of_body(body), word)
+def _snippet(body: bytes, prefix: str) -> str:
+    """A search hit's snippet, centred on its first word that starts with ``prefix``, from its
+    body: the table keeps no copy of the text since migration 5."""
+    text = text_of_body(body)
+    return snippet_at(text, first_word_at(text, prefix))
 
 
 def _in_order(rows: list[Any]) -> list[Any]:

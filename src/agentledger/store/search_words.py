@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["MAX_INDEXED_CHARS", "prefix_query", "tsvector_literal", "words"]
+__all__ = ["MAX_INDEXED_CHARS", "first_word_at", "prefix_query", "tsvector_literal", "words"]
 
 #: Text past this many characters of a message is not indexed (as before: ``left(text, n)``).
 MAX_INDEXED_CHARS = 100_000
@@ -28,6 +28,11 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits: \w without the underscore
 #: For ASCII text, the same split at C speed (a sixth of the regular expression's time):
 #: every byte but a letter or digit becomes a space.
 _ASCII_SPACES = bytes(b if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
+
+#: What ``first_word_at`` cuts a text into before it cuts each piece as ``words`` does: runs of
+#: letters, digits and the combining marks ``words`` may join to a letter, so that no piece
+#: ends inside a word ``words`` would make of the whole text.
+_TOKEN = re.compile("(?:[^\\W_]|[\u0300-\u036f])+")
 
 #: The diacritics ``remove_diacritics`` strips: combining marks on a Latin letter (Greek and
 #: other scripts keep theirs, as in unicode61).
@@ -68,3 +73,19 @@ def prefix_query(query: str) -> str | None:
     and quotes in ``query`` are never syntax: they are not letters or digits."""
     distinct = dict.fromkeys(w for w in words(query) if len(w.encode()) <= _MAX_WORD_BYTES)
     return " & ".join(f"{w}:*" for w in distinct) or None
+
+
+def first_word_at(text: str, prefix: str) -> int:
+    """Where in ``text`` the first word that starts with ``prefix`` (a word as ``words`` gives
+    it) begins, or -1: what a search hit's snippet is centred on, so that ``"cafe"`` finds it
+    at ``"Café"`` and ``'"fox'`` at ``"fox"``, as the search itself does."""
+    text = text[:MAX_INDEXED_CHARS]
+    if not prefix:
+        return -1
+    if text.isascii():  # a word is a run of ASCII letters and digits: one search in C
+        found = re.search(rf"(?<![0-9A-Za-z]){re.escape(prefix)}", text, re.IGNORECASE)
+        return found.start() if found else -1
+    for match in _TOKEN.finditer(text):
+        if any(word.startswith(prefix) for word in words(match.group())):
+            return match.start()
+    return -1
