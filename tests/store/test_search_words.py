@@ -17,6 +17,7 @@ from agentledger.store.search_words import (
     _WORD,
     MAX_INDEXED_CHARS,
     first_word_at,
+    has_words,
     prefix_query,
     tsvector_literal,
     words,
@@ -98,6 +99,24 @@ def test_a_snippet_is_centred_on_the_first_word_a_query_word_prefixes(
         assert any(w.startswith(prefix) for w in words(text[at:]))
 
 
+@given(any_texts | st.text(), st.data())
+def test_a_message_has_the_words_that_start_its_words(text: str, data: st.DataObject) -> None:
+    """``has_words``, the match of the stores that scan, takes a shortcut for ASCII text: it
+    must say what ``words`` says, for any text and any query word."""
+    cut = words(text)
+    prefixes = st.sampled_from(cut).flatmap(lambda w: st.integers(1, len(w)).map(lambda n: w[:n]))
+    wanted = data.draw(
+        st.lists(
+            (prefixes if cut else st.nothing())
+            | st.sampled_from(["a", "zz", "é", "\u0131", "k", "\ufb01", "日本"]),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    expected = all(any(w.startswith(q) for w in cut) for q in wanted)
+    assert has_words(text, wanted) == expected
+
+
 def test_snippet_examples() -> None:
     assert first_word_at("Un café crème", "creme") == 8
     assert first_word_at('the quick "fox" jumps', "fox") == 11
@@ -150,3 +169,41 @@ def test_postgres_finds_what_sqlite_finds(
     for ledger in (on_pg, on_sqlite):
         ledger.save(session, msgs)
     assert _found(on_pg, query) == _found(on_sqlite, query), (messages, query)
+
+
+# -- the same hits on the stores that scan -----------------------------------------------------
+@pytest.fixture(scope="module")
+def scanning_and_sqlite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ledger, ...]:
+    root: Path = tmp_path_factory.mktemp("scan")
+    return (
+        Ledger("memory://"),
+        Ledger(f"jsonl:///{root / 'logs'}"),
+        Ledger(f"sqlite:///{root}/s.db"),
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(messages=st.lists(any_texts, min_size=1, max_size=6), data=st.data())
+def test_the_stores_that_scan_find_what_sqlite_finds(
+    scanning_and_sqlite: tuple[Ledger, ...], messages: list[str], data: st.DataObject
+) -> None:
+    """memory:// and jsonl:// match word prefixes by the same rule as the indexes: the same
+    hits as SQLite for any text and query, where they once matched raw substrings ("oxes" in
+    "Foxes", but not "creme" in "crème")."""
+    query = data.draw(
+        st.sampled_from(messages).flatmap(
+            lambda text: st.tuples(st.integers(0, len(text)), st.integers(1, 12)).map(
+                lambda cut: text[cut[0] : cut[0] + cut[1]]
+            )
+        )
+        | st.lists(st.sampled_from(_PIECES + _SEPARATORS), max_size=4).map("".join)
+    )
+    session = f"s{abs(hash((tuple(messages), query)))}"
+    msgs = [Msg.user(text, id=f"m{i}") for i, text in enumerate(messages)]
+    for ledger in scanning_and_sqlite:
+        ledger.save(session, msgs)
+    *scanning, on_sqlite = scanning_and_sqlite
+    for ledger in scanning:
+        assert _found(ledger, query) == _found(on_sqlite, query), (ledger.store, messages, query)

@@ -42,6 +42,7 @@ from agentledger.messages import Msg, digest_of
 from agentledger.store.body_text import searchable_parts, text_of_body
 from agentledger.store.cursor import Keyset, encode_cursor
 from agentledger.store.ranks import RankPlan
+from agentledger.store.search_words import first_word_at, has_words, query_words
 
 __all__ = [
     "CommitPlan",
@@ -439,12 +440,14 @@ class Store(ABC):
 
     # -- conveniences with generic implementations ---------------------------------------
     def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
-        """Messages whose text contains every word of ``query`` (case-insensitive).
+        """Live messages whose text has every word of ``query`` as a word prefix, any case,
+        Latin accents ignored (``search_words``, the rule of the indexed stores), in
+        ``list_sessions`` order, then by list and position.
 
         This generic version scans live messages; indexed backends override it.
         """
-        words = [w for w in query.lower().split() if w]
-        if not words:
+        wanted = query_words(query)
+        if not wanted:
             return []
         hits: list[SearchHit] = []
         for info in self.list_sessions(tenant):
@@ -454,16 +457,10 @@ class Store(ABC):
             for name, rows in state.lists.items():
                 for position, (msg_id, body) in enumerate(zip(rows.ids, rows.bodies, strict=True)):
                     text = text_of_body(body)
-                    if all(w in text.lower() for w in words):
+                    if has_words(text, wanted):
+                        snippet = snippet_at(text, first_word_at(text, wanted[0]))
                         hits.append(
-                            SearchHit(
-                                tenant,
-                                info.session_id,
-                                name,
-                                position,
-                                msg_id,
-                                snippet_around(text, words[0]),
-                            )
+                            SearchHit(tenant, info.session_id, name, position, msg_id, snippet)
                         )
                         if len(hits) >= limit:
                             return hits
@@ -611,11 +608,6 @@ def check_version(version: int | None, oldest: int, latest: int) -> None:
         raise VersionNotFoundError(
             f"version {version} is not available (this session has versions {oldest}..{latest})"
         )
-
-
-def snippet_around(text: str, word: str, width: int = 80) -> str:
-    """A short excerpt of ``text`` centred on the first occurrence of ``word``."""
-    return snippet_at(text, text.lower().find(word.lower()), width)
 
 
 def snippet_at(text: str, at: int, width: int = 80) -> str:

@@ -52,7 +52,7 @@ from agentledger.store.base import (
     VersionInfo,
     check_base,
     check_version,
-    snippet_around,
+    snippet_at,
 )
 from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset, newest_first
@@ -71,6 +71,7 @@ from agentledger.store.jsonl_files import (
 )
 from agentledger.store.jsonl_format import Purge, plan_records, seal
 from agentledger.store.jsonl_replay import SessionLog, TornTail, read_info
+from agentledger.store.search_words import first_word_at, has_words, query_words
 
 __all__ = ["JsonlStore", "TornTail"]
 
@@ -364,12 +365,13 @@ class JsonlStore(Store):
 
     @_typed
     def search(self, tenant: str, query: str, *, limit: int = 20) -> list[SearchHit]:
-        """Live messages whose text contains every word of ``query`` (case-insensitive).
+        """Live messages whose text has every word of ``query`` as a word prefix, as on every
+        store (``Store.search``).
 
         The log keeps no separate text: it is derived from each body once and cached.
         """
-        words = [w for w in query.lower().split() if w]
-        if not words:
+        wanted = query_words(query)
+        if not wanted:
             return []
         hits: list[SearchHit] = []
         for info in self.list_sessions(tenant):
@@ -382,9 +384,8 @@ class JsonlStore(Store):
                     for position, row in enumerate(live):
                         if row.text is None:
                             row.text = text_of_body(row.item.body)
-                        text = row.text.lower()
-                        if all(w in text for w in words):
-                            snippet = snippet_around(row.text, words[0])
+                        if has_words(row.text, wanted):
+                            snippet = snippet_at(row.text, first_word_at(row.text, wanted[0]))
                             hits.append(
                                 SearchHit(
                                     tenant,

@@ -454,7 +454,11 @@ class Ledger:
         return self.store.history(self.key(session, tenant))
 
     def search(self, query: str, *, tenant: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """Live messages of a tenant whose text matches ``query``, at most ``limit`` of them."""
+        """Live messages of a tenant whose text matches ``query``, at most ``limit`` of them.
+
+        A message matches when each word of ``query`` starts one of its words, in any case and
+        without Latin accents (``"caf CREME"`` finds "Café crème"); punctuation and operators
+        in ``query`` are plain text. Every store matches by this rule (``search_words``)."""
         tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
         query = checks.text("search", "query", query)
         if checks.count("search", "limit", limit) == 0:

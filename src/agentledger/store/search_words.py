@@ -16,8 +16,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left
 
-__all__ = ["MAX_INDEXED_CHARS", "first_word_at", "prefix_query", "tsvector_literal", "words"]
+__all__ = [
+    "MAX_INDEXED_CHARS",
+    "first_word_at",
+    "has_words",
+    "prefix_query",
+    "query_words",
+    "tsvector_literal",
+    "words",
+]
 
 #: Text past this many characters of a message is not indexed (as before: ``left(text, n)``).
 MAX_INDEXED_CHARS = 100_000
@@ -67,12 +76,41 @@ def tsvector_literal(text: str) -> str | None:
     return " ".join(distinct) or None
 
 
+def query_words(query: str) -> list[str]:
+    """The words a search for ``query`` looks for, each once, in order (none: it finds
+    nothing). Operators and quotes in ``query`` are never syntax: they are not letters or
+    digits. Words PostgreSQL cannot index are left out, on every store alike."""
+    return list(dict.fromkeys(w for w in words(query) if len(w.encode()) <= _MAX_WORD_BYTES))
+
+
 def prefix_query(query: str) -> str | None:
     """A ``tsquery`` literal matching messages that hold every word of ``query`` as a word
-    prefix (``"fox dog"`` → ``"fox:* & dog:*"``); None when ``query`` has no word. Operators
-    and quotes in ``query`` are never syntax: they are not letters or digits."""
-    distinct = dict.fromkeys(w for w in words(query) if len(w.encode()) <= _MAX_WORD_BYTES)
-    return " & ".join(f"{w}:*" for w in distinct) or None
+    prefix (``"fox dog"`` → ``"fox:* & dog:*"``); None when ``query`` has no word."""
+    return " & ".join(f"{w}:*" for w in query_words(query)) or None
+
+
+def has_words(text: str, wanted: list[str]) -> bool:
+    """Whether each of ``wanted`` (``query_words``) is a prefix of a word of ``text``: the match
+    of the stores that scan their messages (memory, JSONL), the one the indexes of SQLite and
+    PostgreSQL make."""
+    text = text[:MAX_INDEXED_CHARS]
+    if text.isascii():  # no word to cut: each is looked for in C (``first_word_at``)
+        return all(_ascii_word_at(text, word) >= 0 for word in wanted)
+    found = sorted(set(words(text)))
+    for word in wanted:
+        at = bisect_left(found, word)
+        if at == len(found) or not found[at].startswith(word):
+            return False
+    return True
+
+
+def _ascii_word_at(text: str, prefix: str) -> int:
+    """``first_word_at`` for ASCII ``text``, whose words are runs of ASCII letters and digits:
+    the first ``prefix``, in any case, that no letter or digit comes right before."""
+    if not prefix.isascii():  # no word of ASCII text holds it (a dotless i must not match "I")
+        return -1
+    found = re.search(rf"(?<![0-9A-Za-z]){re.escape(prefix)}", text, re.IGNORECASE)
+    return found.start() if found else -1
 
 
 def first_word_at(text: str, prefix: str) -> int:
@@ -82,9 +120,8 @@ def first_word_at(text: str, prefix: str) -> int:
     text = text[:MAX_INDEXED_CHARS]
     if not prefix:
         return -1
-    if text.isascii():  # a word is a run of ASCII letters and digits: one search in C
-        found = re.search(rf"(?<![0-9A-Za-z]){re.escape(prefix)}", text, re.IGNORECASE)
-        return found.start() if found else -1
+    if text.isascii():
+        return _ascii_word_at(text, prefix)
     for match in _TOKEN.finditer(text):
         if any(word.startswith(prefix) for word in words(match.group())):
             return match.start()
