@@ -239,11 +239,16 @@ def _above_floors(
 def _close_rows(s: str, i: str = "", gate: str = "") -> str:
     """Close the live rows of list ``%(list{i})s`` at ranks ``%(ranks{i})s``: matched as whole
     keys, an index lookup on ``messages_live`` each (written as ``rank = ANY(...)``, or joined
-    to an unnest of lists and ranks, a planner without statistics scans the session's rows)."""
+    to an unnest of lists and ranks, a planner without statistics scans the session's rows).
+
+    ``LIMIT %(count{i})s`` (the number of ranks: it cuts nothing) tells the plan PostgreSQL
+    keeps for a prepared statement how few rows the unnest gives; without it that plan counted
+    ten, looked dearer than planning each save with its parameters, and every save that closes
+    rows was planned anew (0.3-0.6 ms, more than running it)."""
     return (
         f"UPDATE {s}.messages SET version_to = %(version)s WHERE version_to IS NULL "
         f"AND (sid, list, rank) IN (SELECT %(sid)s::bigint, %(list{i})s::text, "
-        f"unnest(%(ranks{i})b::bytea[])){gate} RETURNING 1"
+        f"unnest(%(ranks{i})b::bytea[]) LIMIT %(count{i})s){gate} RETURNING 1"
     )
 
 
