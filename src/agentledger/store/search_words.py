@@ -1,9 +1,11 @@
-"""The words a message is found by, cut in Python for PostgreSQL's full-text index.
+"""The words a message is found by, on every store: cut in Python for PostgreSQL's full-text
+index, matched in Python by the stores that scan (``has_words``: memory, JSONL), and found again
+in a hit's text for its snippet (``first_word_at``).
 
 A word is a run of letters and digits, lowercased, with Latin diacritics removed: the rule of
 SQLite FTS5's ``unicode61 remove_diacritics 2`` tokenizer, which the SQLite store uses, so a
-query finds the same messages on both. A query matches a message when each of its words is a
-prefix of one of the message's words.
+query finds the same messages on every store. A query matches a message when each of its words
+is a prefix of one of the message's words.
 
 Why the client cuts the words: PostgreSQL's ``to_tsvector`` parser costs about 0.1 ms of
 server CPU per kilobyte of text, and an index over it runs inside every commit: 0.4 ms of an
@@ -37,6 +39,8 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits: \w without the underscore
 #: For ASCII text, the same split at C speed (a sixth of the regular expression's time):
 #: every byte but a letter or digit becomes a space.
 _ASCII_SPACES = bytes(b if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
+#: The characters of an ASCII word, lowercased (``_ascii_word_at``).
+_ASCII_WORD_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 
 #: What ``first_word_at`` cuts a text into before it cuts each piece as ``words`` does: runs of
 #: letters, digits and the combining marks ``words`` may join to a letter, so that no piece
@@ -116,9 +120,6 @@ def _ascii_word_at(lowered: str, prefix: str) -> int:
     while at > 0 and lowered[at - 1] in _ASCII_WORD_CHARS:  # inside a word: look further
         at = lowered.find(prefix, at + 1)
     return at
-
-
-_ASCII_WORD_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 
 
 def first_word_at(text: str, prefix: str) -> int:
