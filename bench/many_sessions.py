@@ -251,15 +251,11 @@ def _operations(backend: Backend, ledger: Ledger, fig: Figures) -> Iterator[Oper
     sessions = fig.sessions
     picks = random.Random(sessions).sample(range(sessions), min(SAMPLES, sessions))
     fresh = iter(range(10_000_000 + sessions * 10, 10_000_000 + sessions * 11))
-    yield (
-        "save: new session",
-        [
-            partial(
-                lambda i: ledger.save(f"new-{next(fresh)}", session_messages(10_000_000 + i)), i
-            )
-            for i in picks
-        ],
-    )
+
+    def new_session(i: int) -> None:
+        ledger.save(f"new-{next(fresh)}", session_messages(10_000_000 + i))
+
+    yield "save: new session", [partial(new_session, i) for i in picks]
     loaded: dict[int, list[Msg]] = {}
 
     def load(i: int) -> None:
@@ -319,22 +315,22 @@ def measure_backend(
 ) -> list[Figures]:
     """Fill one store per size (``make`` gives each its own), then measure them together."""
     backends: list[Backend] = []
+    stores: list[tuple[Backend, Ledger, Figures]] = []
     try:
-        stores = []
         for n in sizes:
             backend = make()
             backends.append(backend)
             seconds = fill(backend, 0, n, log)
             ledger = Ledger(backend.url)
-            ledger.messages(_name(0))  # connect (Postgres opens its pool) before timing
             fig = Figures(n, n * MESSAGES, seconds, fill_workers=backend.fill_workers)
             stores.append((backend, ledger, fig))
+            ledger.messages(_name(0))  # connect (Postgres opens its pool) before timing
         measure(stores)
-        for _, ledger, _ in stores:
-            ledger.close()
         log.write(f"{backends[0].name} @ {', '.join(f'{n:,}' for n in sizes)} sessions measured\n")
         return [fig for _, _, fig in stores]
     finally:
+        for _, ledger, _ in stores:
+            ledger.close()
         for backend in backends:
             backend.cleanup()
 
