@@ -458,7 +458,10 @@ class Ledger:
 
         A message matches when each word of ``query`` starts one of its words, in any case and
         without Latin accents (``"caf CREME"`` finds "Café crème"); punctuation and operators
-        in ``query`` are plain text. Every store matches by this rule (``search_words``)."""
+        in ``query`` are plain text. Every store matches by this rule (``search_words``). The
+        order, and so which hits a ``limit`` keeps, is the store's: SQLite gives the best
+        matches first (FTS5's ranking); the others give the most recently updated sessions'
+        messages first, each session's by list and position."""
         tenant = check_id(tenant if tenant is not None else self.tenant, "tenant id")
         query = checks.text("search", "query", query)
         if checks.count("search", "limit", limit) == 0:
