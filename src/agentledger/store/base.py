@@ -458,7 +458,7 @@ class Store(ABC):
                 for position, (msg_id, body) in enumerate(zip(rows.ids, rows.bodies, strict=True)):
                     text = text_of_body(body)
                     if has_words(text, wanted):
-                        snippet = snippet_at(text, first_word_at(text, wanted[0]))
+                        snippet = snippet_around(text, wanted[0])
                         hits.append(
                             SearchHit(tenant, info.session_id, name, position, msg_id, snippet)
                         )
@@ -610,8 +610,10 @@ def check_version(version: int | None, oldest: int, latest: int) -> None:
         )
 
 
-def snippet_at(text: str, at: int, width: int = 80) -> str:
-    """A short excerpt of ``text`` centred on index ``at`` (its start if ``at`` is -1)."""
+def snippet_around(text: str, word: str, width: int = 80) -> str:
+    """A short excerpt of ``text`` centred on its first word that starts with ``word`` (a word
+    of ``search_words.query_words``), or from its start if none does."""
+    at = first_word_at(text, word)
     start = max(0, at - width // 2) if at >= 0 else 0
     excerpt = text[start : start + width].replace("\n", " ")
     return ("…" if start else "") + excerpt + ("…" if start + width < len(text) else "")

@@ -52,7 +52,7 @@ from agentledger.store.base import (
     VersionInfo,
     check_base,
     check_version,
-    snippet_at,
+    snippet_around,
 )
 from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset, newest_first
@@ -71,7 +71,7 @@ from agentledger.store.jsonl_files import (
 )
 from agentledger.store.jsonl_format import Purge, plan_records, seal
 from agentledger.store.jsonl_replay import SessionLog, TornTail, read_info
-from agentledger.store.search_words import first_word_at, has_words, query_words
+from agentledger.store.search_words import has_words, query_words
 
 __all__ = ["JsonlStore", "TornTail"]
 
@@ -385,7 +385,7 @@ class JsonlStore(Store):
                         if row.text is None:
                             row.text = text_of_body(row.item.body)
                         if has_words(row.text, wanted):
-                            snippet = snippet_at(row.text, first_word_at(row.text, wanted[0]))
+                            snippet = snippet_around(row.text, wanted[0])
                             hits.append(
                                 SearchHit(
                                     tenant,

@@ -65,14 +65,14 @@ from agentledger.store.base import (
     check_version,
     lists_from_rows,
     process_lock,
-    snippet_at,
+    snippet_around,
 )
 from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
 from agentledger.store.ranks import RankPlan, plan_ranks
-from agentledger.store.search_words import first_word_at, prefix_query, tsvector_literal, words
+from agentledger.store.search_words import prefix_query, query_words, tsvector_literal
 
 if TYPE_CHECKING:
     import psycopg
@@ -411,7 +411,7 @@ class PostgresStore(Store):
         match = prefix_query(query)
         if match is None or limit <= 0:
             return []
-        first = words(query)[0]  # the snippet is centred on the first word it prefixes
+        first = query_words(query)[0]  # a word the match holds: the snippet centres on it
 
         def run(conn: psycopg.Connection[Any]) -> list[SearchHit]:
             args = {"tenant": tenant, "query": match, "limit": limit}
@@ -810,11 +810,10 @@ def _write_args(
     return args, closes
 
 
-def _snippet(body: bytes, prefix: str) -> str:
-    """A search hit's snippet, centred on its first word that starts with ``prefix``, from its
-    body: the table keeps no copy of the text since migration 5."""
-    text = text_of_body(body)
-    return snippet_at(text, first_word_at(text, prefix))
+def _snippet(body: bytes, word: str) -> str:
+    """A search hit's snippet (``snippet_around``), from its body: the table keeps no copy of
+    the text since migration 5."""
+    return snippet_around(text_of_body(body), word)
 
 
 def _in_order(rows: list[Any]) -> list[Any]:
