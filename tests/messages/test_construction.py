@@ -9,10 +9,12 @@ with its caller.
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -160,6 +162,53 @@ def test_a_value_read_as_json_is_refused_or_frozen_all_the_way_down(value: Any) 
     if type(frozen) is FrozenMap:  # the ways a JSON object becomes metadata give the same
         assert_same(json_dec_hook(FrozenMap, value), frozen)
         assert_same(metadata_from_json(value), frozen)
+
+
+def _nested(depth: int, inner: Any, kind: str) -> Any:
+    for _ in range(depth):
+        inner = [inner] if kind == "list" else {"k": inner}
+    return inner
+
+
+_json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([2**64 - 1, 2**64, -(2**63), -(2**63) - 1])  # msgspec decodes them all
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=4)
+    | st.sampled_from(["cQ==", "", "==", "é"])
+)
+_json_trees = st.recursive(
+    _json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["$bytes", "$map", "k", "ü"]), inner, max_size=2)
+    ),
+    max_leaves=10,
+) | st.builds(
+    _nested,
+    st.integers(MAX_DEPTH - 2, MAX_DEPTH + 1),
+    st.sampled_from([1, [], {}, {"$bytes": "cQ=="}]),
+    st.sampled_from(["list", "map"]),
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["a", "$bytes", "$map"]), _json_trees, max_size=3))
+def test_metadata_msgspec_decoded_is_frozen_as_from_json_freezes_it(value: dict[str, Any]) -> None:
+    """The decoders' hook trusts what msgspec already checked (text, floats) and nothing else:
+    for any JSON object it gives what ``from_json`` gives, or refuses what it refuses."""
+    decoded = msgspec.json.decode(json.dumps(value))
+    try:
+        expected = from_json(json.loads(json.dumps(value)))
+    except CodecError:
+        expected = None
+    if type(expected) is not FrozenMap:
+        with pytest.raises(CodecError):
+            json_dec_hook(FrozenMap, decoded)
+        return
+    assert_same(json_dec_hook(FrozenMap, decoded), expected)
 
 
 # -- the cases found, each refused naming its field ------------------------------------------

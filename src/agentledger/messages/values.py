@@ -256,23 +256,52 @@ def json_enc_hook(obj: Any) -> Any:
 def json_dec_hook(type_: type, obj: Any) -> Any:
     """msgspec ``dec_hook``: rebuild a ``FrozenMap`` field from decoded JSON.
 
-    Given only to msgspec's decoders, whose output is JSON (valid text, finite floats), which
-    is what lets a flat map of it be kept as decoded; any other value goes through
-    ``from_json``, which checks everything.
+    Given only to msgspec's decoders, whose output is JSON: valid text (msgspec refuses lone
+    surrogates and bad UTF-8), finite floats, string keys. That lets it skip the checks
+    ``from_json`` makes of each string and float, which is most of the cost of a loaded
+    message's metadata (a Responses item's, say: a map nested in a map, on every message);
+    integers are still checked, tags still undone, depth still limited, by ``from_json``'s
+    rules, so the result is ``from_json``'s.
     """
     if type_ is FrozenMap:
         if type(obj) is not dict:
             raise CodecError(f"expected a JSON object, got {type(obj).__name__}")
-        if not obj:
-            return EMPTY
-        if len(obj) > 1 or (_BYTES_TAG not in obj and _MAP_TAG not in obj):
-            kinds = set(map(type, obj.values()))
-            if kinds <= _FLAT:  # the common case: a flat map of scalars, kept as decoded
-                return _trusted_map(obj)
-            if kinds <= _FLAT | {int} and _ints_fit(obj.values()):
-                return _trusted_map(obj)
-        return from_json_map(obj)
+        frozen = _decoded_map(obj, 0)
+        if type(frozen) is not FrozenMap:  # a top-level {"$bytes": ...} is not a mapping
+            raise CodecError("a metadata object decoded to a non-mapping value")
+        return frozen
     raise NotImplementedError(f"cannot decode {type_.__name__}")
+
+
+def _decoded_map(obj: dict[str, Any], depth: int) -> Any:
+    """``from_json(obj, depth)`` for a JSON object msgspec decoded (see ``json_dec_hook``)."""
+    if len(obj) == 1 and (_BYTES_TAG in obj or _MAP_TAG in obj):
+        return from_json(obj, depth)  # a tag: rare, and from_json undoes it
+    if depth >= MAX_DEPTH:
+        raise CodecError(f"a value is nested deeper than {MAX_DEPTH} levels")
+    if not obj:
+        return EMPTY
+    kinds = set(map(type, obj.values()))
+    if kinds <= _FLAT or (kinds <= _SCALARS and _ints_fit(obj.values())):
+        return _trusted_map(obj)  # the common case, a flat map: kept as decoded
+    depth += 1
+    return _trusted_map({k: v if type(v) in _FLAT else _decoded(v, depth) for k, v in obj.items()})
+
+
+def _decoded(value: Any, depth: int) -> Any:
+    """``from_json(value, depth)`` for a value msgspec decoded that is not text, a float, a
+    bool or null."""
+    kind = type(value)
+    if kind is dict:
+        return _decoded_map(value, depth)
+    if kind is list or kind is tuple:
+        if depth >= MAX_DEPTH:
+            raise CodecError(f"a value is nested deeper than {MAX_DEPTH} levels")
+        depth += 1
+        return tuple([v if type(v) in _FLAT else _decoded(v, depth) for v in value])
+    if kind is int and _INT_MIN <= value <= _INT_MAX:
+        return value
+    return from_json(value, depth)  # refused, with from_json's reason
 
 
 def _ints_fit(values: Any) -> bool:
@@ -345,11 +374,3 @@ def _bytes_from(text: Any) -> Bytes:
         return Bytes(base64.b64decode(text, validate=True))
     except ValueError as exc:
         raise CodecError(f"bad base64 in {_BYTES_TAG} value: {exc}") from None
-
-
-def from_json_map(obj: dict[str, Any]) -> FrozenMap:
-    """``from_json`` for an object that must decode to a mapping."""
-    frozen = from_json(obj)
-    if type(frozen) is not FrozenMap:  # a top-level {"$bytes": ...} is not a mapping
-        raise CodecError("a metadata object decoded to a non-mapping value")
-    return frozen
