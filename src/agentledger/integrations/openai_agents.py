@@ -14,7 +14,10 @@ one message per item (``wire.responses``), so:
 - ``get_items`` converts each message to its items once: the session keeps the items' JSON by
   message digest and decodes it on later calls (fresh dicts every time, so a caller may change
   what it gets). The Runner reads the whole session on every turn; at 12,000 items that read is
-  msgspec decoding, not 12,000 conversions. It costs about the items' JSON size in memory;
+  msgspec decoding, not 12,000 conversions. It costs about the items' JSON size in memory.
+  The sessions on one ledger also share what they converted, up to 64 MiB (``_Conversions``),
+  so a session made for each request, on a ledger the process keeps open (which remembers the
+  messages it loaded, decoded), does not convert the whole conversation again;
 - ``pop_item`` and ``clear_session`` commit a new version rather than delete: what they remove
   stays readable with ``ledger.load(session_id, version=v)`` (and ``ledger.history``) until the
   session's history is purged;
@@ -30,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -52,6 +57,68 @@ _items_json = msgspec.json.Encoder()
 _decode_items = msgspec.json.Decoder(list[dict[str, Any]]).decode
 #: How often one change is re-planned after losing a race with another writer.
 _MAX_ATTEMPTS = 50
+
+
+class _Conversions:
+    """What the ``LedgerSession`` s on one ledger have converted, by message digest: the JSON of
+    the items a message gives, and the hash of the item a message was made from or gives.
+
+    A message's items depend on nothing but the message, which its digest names, so sessions
+    (of any tenant) can share them. A server that makes a session for each request, on one
+    ledger it keeps open, finds the messages already decoded by the ledger and their items
+    here: at 12,000 items the first ``get_items`` of such a session decodes kept JSON instead of
+    converting every message. Kept up to ``budget`` bytes (the JSON, plus ``ENTRY_BYTES`` an
+    entry), the oldest dropped first; a session keeps its own entries for as long as it holds
+    their messages, so a conversation larger than the budget is still converted once a session.
+    """
+
+    #: What an entry costs besides its JSON: the digest, the dict slot, the bytes header.
+    ENTRY_BYTES = 160
+    #: The budget of a ledger's ``_Conversions``.
+    BUDGET = 64 * 2**20
+
+    def __init__(self, budget: int = BUDGET) -> None:
+        self.budget = budget
+        self.size = 0
+        self._lock = threading.Lock()
+        self._items: OrderedDict[bytes, bytes] = OrderedDict()
+        self._hashes: OrderedDict[bytes, bytes] = OrderedDict()
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> _Conversions:
+        """The conversions shared by the sessions on ``ledger`` (made on first use)."""
+        with _shared_lock:
+            found = _shared.get(ledger)
+            if found is None:
+                found = _shared[ledger] = cls()
+            return found
+
+    def items(self, digest: bytes) -> bytes | None:
+        return self._items.get(digest)
+
+    def item_hash(self, digest: bytes) -> bytes | None:
+        return self._hashes.get(digest)
+
+    def keep_items(self, digest: bytes, raw: bytes) -> None:
+        self._keep(self._items, digest, raw)
+
+    def keep_hash(self, digest: bytes, item_hash: bytes) -> None:
+        self._keep(self._hashes, digest, item_hash)
+
+    def _keep(self, kept: OrderedDict[bytes, bytes], digest: bytes, value: bytes) -> None:
+        with self._lock:
+            if digest in kept:
+                return
+            kept[digest] = value
+            self.size += len(value) + self.ENTRY_BYTES
+            while self.size > self.budget:
+                oldest = self._items or self._hashes  # the JSON first: it is most of the size
+                _, dropped = oldest.popitem(last=False)
+                self.size -= len(dropped) + self.ENTRY_BYTES
+
+
+_shared: weakref.WeakKeyDictionary[Ledger, _Conversions] = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()
 
 
 class LedgerSession:
@@ -87,6 +154,7 @@ class LedgerSession:
         self._resolve_limit = memory.resolve_session_limit
         self._lock = threading.Lock()
         self._msgs = TrackedList()  # as last committed, changed only by ``_change``
+        self._shared = _Conversions.of(self.ledger)
         # message digest -> hash of the item it was made from or written as, so ``set_items``
         # recognises unchanged items without converting them (16 bytes an item)
         self._hashes: dict[bytes, bytes] = {}
@@ -187,32 +255,44 @@ class LedgerSession:
         for msg, digest in zip(msgs, digests, strict=True):
             if digest is not None:
                 self._hashes[msg.digest] = digest
+                self._shared.keep_hash(msg.digest, digest)
 
     def _hash_of(self, msg: Msg) -> bytes | None:
         """The hash of the item ``msg`` gives (None if it gives several, none, or cannot be
         written as one), remembered: a message read from the store is converted once, by the
         first ``get_items`` or ``set_items`` that needs it, not by every reload."""
-        known = self._hashes.get(msg.digest)
+        digest = msg.digest
+        known = self._hashes.get(digest) or self._shared.item_hash(digest)
         if known is None:
             try:
                 items = self._items_of(msg)
             except UserError:  # stored by other code; ``set_items`` may still replace it
                 return None
             if len(items) == 1:
-                known = self._hashes[msg.digest] = _item_hash(items[0])
+                known = _item_hash(items[0])
+                if known is not None:
+                    self._shared.keep_hash(digest, known)
+        if known is not None:
+            self._hashes[digest] = known
         return known
 
     def _items_of(self, msg: Msg) -> list[dict[str, Any]]:
         """The items ``msg`` gives, as new dicts: converted the first time, decoded from the
         JSON kept of them after that, when that JSON gives them back exactly (not when they
         hold bytes, say, from a message other code stored: JSON would give them as text)."""
-        kept = self._items.get(msg.digest)
+        digest = msg.digest
+        kept = self._items.get(digest)
+        if kept is None:
+            kept = self._shared.items(digest)
+            if kept is not None:
+                self._items[digest] = kept
         if kept is not None:
             return _decode_items(kept)
         items = to_responses([msg])
         raw = _items_json.encode(items)
         if _decode_items(raw) == items:
-            self._items[msg.digest] = raw
+            self._items[digest] = raw
+            self._shared.keep_items(digest, raw)
         return items
 
     def _tail(self, limit: int | None) -> list[dict[str, Any]]:
