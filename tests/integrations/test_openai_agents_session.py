@@ -32,7 +32,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from agentledger import AsyncLedger, Ledger, Msg
 from agentledger.errors import MissingDependencyError, UserError
-from agentledger.integrations.openai_agents import LedgerSession
+from agentledger.integrations.openai_agents import LedgerSession, _Conversions
 from agentledger.messages import ToolUseBlock
 
 MakeSession = Callable[..., Any]
@@ -43,6 +43,23 @@ KINDS = ["sdk-sqlite", "ledger-sqlite", "ledger-jsonl", "ledger-memory"]
 def _no_tracing() -> Iterator[None]:
     set_tracing_disabled(True)
     yield
+
+
+@pytest.fixture
+def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of messages of each call that converts messages to items."""
+    import agentledger.integrations.openai_agents as module
+
+    calls: list[int] = []
+    real = module.to_responses
+
+    def counting(msgs: Any) -> Any:
+        msgs = list(msgs)
+        calls.append(len(msgs))
+        return real(msgs)
+
+    monkeypatch.setattr(module, "to_responses", counting)
+    return calls
 
 
 @pytest.fixture(params=KINDS)
@@ -315,23 +332,10 @@ async def test_an_append_compares_only_the_items_it_adds(
         assert await LedgerSession("s", Ledger(url)).get_items() == []
 
 
-async def test_a_message_is_converted_to_items_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_message_is_converted_to_items_once(tmp_path: Path, converted: list[int]) -> None:
     """The Runner reads the whole session every turn: ``get_items`` converts a message the
     first time and decodes the JSON it kept after that (it converted all 500 every time), and
     every call gets new dicts, so changing one result changes nothing else."""
-    import agentledger.integrations.openai_agents as module
-
-    converted: list[int] = []
-    real = module.to_responses
-
-    def counting(msgs: Any) -> Any:
-        msgs = list(msgs)
-        converted.append(len(msgs))
-        return real(msgs)
-
-    monkeypatch.setattr(module, "to_responses", counting)
     url = f"sqlite:///{tmp_path / 'long.db'}"
     with Ledger(url) as ledger:
         await LedgerSession("s", ledger).add_items(_chat(*(f"m{i}" for i in range(500))))
@@ -351,24 +355,13 @@ async def test_a_message_is_converted_to_items_once(
 
 
 async def test_sessions_on_one_ledger_share_what_they_converted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, converted: list[int]
 ) -> None:
     """A server makes a session for each request, on the ledger it keeps open: the second
     request's session converted every message the first had converted (500 conversions for a
     500-item session, 0.13-0.28 s at 12,000 items). Another ledger shares nothing. The shared
     entries keep to their budget, and a session whose conversation is larger still converts
     each of its messages once."""
-    import agentledger.integrations.openai_agents as module
-
-    converted: list[int] = []
-    real = module.to_responses
-
-    def counting(msgs: Any) -> Any:
-        msgs = list(msgs)
-        converted.append(len(msgs))
-        return real(msgs)
-
-    monkeypatch.setattr(module, "to_responses", counting)
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     with Ledger(url) as ledger:
         await LedgerSession("s", ledger).add_items(_chat(*(f"m{i}" for i in range(500))))
@@ -385,7 +378,7 @@ async def test_sessions_on_one_ledger_share_what_they_converted(
         assert sum(converted) == 500  # a ledger of its own converts again
 
     with Ledger(url) as ledger:
-        shared = module._Conversions.of(ledger)
+        shared = _Conversions.of(ledger)
         shared.budget = 20 * (shared.ENTRY_BYTES + 40)  # about 20 of these small items
         converted.clear()
         session = LedgerSession("s", ledger)
