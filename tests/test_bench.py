@@ -70,6 +70,8 @@ def test_ledger_session_runs_like_sqlite_session(tmp_path: Path) -> None:
             assert run[scenario]["ids_kept"] == 2 * TURNS
     assert got["noop"]["applicable"] and got["noop"]["store_bytes_delta"] == 0
     assert not protocol["noop"]["applicable"]
+    # and read through a new session on the ledger already open, as a server does per request
+    assert got["reload"]["beside_seconds"] > 0
 
 
 def _result(**scenarios: dict[str, Any]) -> dict[int, dict[str, Any]]:

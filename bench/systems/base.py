@@ -20,7 +20,9 @@ D  reload: load into a fresh object; check ids and the edits (median of up to ``
    each read before the next reload (one sample varied by 40% between runs, with the garbage
    collector's timing). Then, on the same object, the read a framework makes on every turn of
    a live session (the Agents SDK's Runner calls ``get_items`` each run): load again, every
-   message read (median of ``AGAIN``).
+   message read (median of ``AGAIN``). And where the system has one (``beside``), the same
+   read through a new object on the store that object has open, as a server makes one for
+   each request (median of ``AGAIN``).
 
 Standard library only (peer systems run in their own virtual environment).
 """
@@ -127,6 +129,11 @@ class System:
 
     def load(self, handle: Any) -> Any:
         raise NotImplementedError
+
+    def beside(self, handle: Any) -> Any | None:
+        """Another object on the store ``handle`` has open, as a server makes for each request
+        (None, the default: the system has no such object but a fresh one, which D measures)."""
+        return None
 
     def ids_of(self, loaded: Any) -> list[str]:
         raise NotImplementedError
@@ -412,6 +419,7 @@ def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
     reloads: list[Op] = []
     reads: list[Op] = []
     again: list[Op] = []
+    beside: list[Op] = []
     for _ in range(RELOADS):
         handle = system.open()
         reloads.append(measure(lambda: system.load(handle)))  # noqa: B023
@@ -419,6 +427,8 @@ def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
             reads.append(measure(lambda: system.read_all(reloads[-1].value)))
         while len(again) < AGAIN:
             again.append(measure(lambda: system.read_all(system.load(handle))))  # noqa: B023
+        while len(beside) < AGAIN and (other := system.beside(handle)) is not None:
+            beside.append(measure(lambda: system.read_all(system.load(other))))
         system.close(handle)
         if len(reloads) > 1:
             reloads[-1].value = None  # only the first is checked; let the others go
@@ -433,6 +443,7 @@ def run_scenarios(system: System, *, budget: float, tail_cap: int) -> None:
             "seconds": statistics.median(op.seconds for op in reloads),
             "seconds_first": reloads[0].seconds,
             "again_seconds": statistics.median(op.seconds for op in again),
+            "beside_seconds": (statistics.median(op.seconds for op in beside) if beside else None),
             "samples": len(reloads),
             "peak_rss": peak_rss(),
             "store_bytes": system.storage_bytes(),

@@ -52,6 +52,10 @@ class LedgerAgents(OpenAIAgents):
         os.makedirs(self.workdir, exist_ok=True)
         return self._session_cls(SESSION, f"sqlite:///{self.path()}")
 
+    def beside(self, handle: Any) -> Any:
+        """A new session on the ledger ``handle`` opened (a server's session per request)."""
+        return self._session_cls(SESSION, handle.ledger)
+
     def edit(self, handle: Any, live: list[Any], position: int) -> None:
         if self._edit == "set_items":
             self._run(handle.set_items(live))
