@@ -257,11 +257,11 @@ def json_dec_hook(type_: type, obj: Any) -> Any:
     """msgspec ``dec_hook``: rebuild a ``FrozenMap`` field from decoded JSON.
 
     Given only to msgspec's decoders, whose output is JSON: valid text (msgspec refuses lone
-    surrogates and bad UTF-8), finite floats, string keys. That lets it skip the checks
-    ``from_json`` makes of each string and float, which is most of the cost of a loaded
-    message's metadata (a Responses item's, say: a map nested in a map, on every message);
-    integers are still checked, tags still undone, depth still limited, by ``from_json``'s
-    rules, so the result is ``from_json``'s.
+    surrogates and bad UTF-8), finite floats, string keys. That lets it keep text, floats,
+    booleans and nulls as decoded, with no call per value, where ``from_json`` checks each:
+    most of what a loaded message's nested metadata cost (a Responses item's, a map inside a
+    map on every message). Integers are still checked, tags still undone and depth still
+    limited by ``from_json``'s rules, so the result is ``from_json``'s.
     """
     if type_ is FrozenMap:
         if type(obj) is not dict:
