@@ -262,18 +262,22 @@ class LedgerSession:
         written as one), remembered: a message read from the store is converted once, by the
         first ``get_items`` or ``set_items`` that needs it, not by every reload."""
         digest = msg.digest
-        known = self._hashes.get(digest) or self._shared.item_hash(digest)
+        known = self._hashes.get(digest)
+        if known is not None:
+            return known
+        known = self._shared.item_hash(digest)
         if known is None:
             try:
                 items = self._items_of(msg)
             except UserError:  # stored by other code; ``set_items`` may still replace it
                 return None
-            if len(items) == 1:
-                known = _item_hash(items[0])
-                if known is not None:
-                    self._shared.keep_hash(digest, known)
-        if known is not None:
-            self._hashes[digest] = known
+            if len(items) != 1:
+                return None
+            known = _item_hash(items[0])
+            if known is None:
+                return None
+            self._shared.keep_hash(digest, known)
+        self._hashes[digest] = known
         return known
 
     def _items_of(self, msg: Msg) -> list[dict[str, Any]]:
