@@ -17,6 +17,9 @@ measured at each size, medians over ``SAMPLES`` sessions picked at random (``CAL
 
 - ``save: new session``: ``Ledger.save`` of a new 10-message session;
 - ``save: append``: ``Ledger.save`` of a session's messages plus one user/assistant turn;
+- on SQLite, both saves again with every commit flushed (``synchronous=FULL``, SQLite's own
+  default), after every other operation: a file's connections in one process keep ``FULL``
+  once a store asks for it, so nothing measured after them would run at ``NORMAL``;
 - ``load``: ``Ledger.messages(session)`` (every message then read);
 - ``list_sessions``: the first page (50, the most recently updated), a page in the middle and the
   last page, each by ``offset`` (a page deep in the list costs its offset) and the middle and
@@ -66,6 +69,8 @@ VOCABULARY = 2000  # words; each message draws 20, so one word is in about 1% of
 FULL = (100, 100_000)
 QUICK = (40, 400)
 PG_ENV = "AGENTLEDGER_BENCH_POSTGRES"
+FULL_NEW = "save: new session, synchronous=FULL"
+FULL_APPEND = "save: append a turn, synchronous=FULL"
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
 KEPT_HEADING = "## Many sessions"
 
@@ -114,6 +119,8 @@ class Backend:
     cleanup: Callable[[], None]
     explain: Callable[[Ledger, str, str], str]
     analyze: Callable[[], None] = lambda: None
+    #: The same store with every commit flushed (SQLite's ``synchronous=FULL``), if it has one.
+    full_url: str | None = None
 
 
 def _sqlite(root: Path) -> Backend:
@@ -143,7 +150,9 @@ def _sqlite(root: Path) -> Backend:
             rows = conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
         return "\n".join(f"{'  ' * _depth(rows, r)}{r[3]}" for r in rows)
 
-    return Backend("sqlite", f"sqlite:///{path}", 1, lambda: shutil.rmtree(root, True), explain)
+    url = f"sqlite:///{path}"
+    cleanup = partial(shutil.rmtree, root, True)
+    return Backend("sqlite", url, 1, cleanup, explain, full_url=f"{url}?synchronous=full")
 
 
 def _depth(rows: list[tuple[Any, ...]], row: tuple[Any, ...]) -> int:
@@ -250,12 +259,12 @@ def _operations(backend: Backend, ledger: Ledger, fig: Figures) -> Iterator[Oper
     messages the load read)."""
     sessions = fig.sessions
     picks = random.Random(sessions).sample(range(sessions), min(SAMPLES, sessions))
-    fresh = iter(range(10_000_000 + sessions * 10, 10_000_000 + sessions * 11))
+    fresh = iter(range(10_000_000 + sessions * 10, 10_000_000 + sessions * 12))
 
-    def new_session(i: int) -> None:
-        ledger.save(f"new-{next(fresh)}", session_messages(10_000_000 + i))
+    def new_session(saver: Ledger, i: int) -> None:
+        saver.save(f"new-{next(fresh)}", session_messages(10_000_000 + i))
 
-    yield "save: new session", [partial(new_session, i) for i in picks]
+    yield "save: new session", [partial(new_session, ledger, i) for i in picks]
     loaded: dict[int, list[Msg]] = {}
 
     def load(i: int) -> None:
@@ -267,10 +276,12 @@ def _operations(backend: Backend, ledger: Ledger, fig: Figures) -> Iterator[Oper
     yield "load", [partial(load, i) for i in picks]
     turn = session_messages(sessions + 1, 2)
 
-    def append(i: int) -> None:
-        ledger.save(_name(i), [*loaded[i], *(m.replace(id=f"{m.id}-{i}") for m in turn)])
+    def append(saver: Ledger, i: int, tag: str = "") -> None:
+        grown = [*loaded[i], *(m.replace(id=f"{m.id}-{i}{tag}") for m in turn)]
+        saver.save(_name(i), grown)
+        loaded[i] = grown  # a later append (the FULL one) appends to this
 
-    yield "save: append a turn", [partial(append, i) for i in picks]
+    yield "save: append a turn", [partial(append, ledger, i) for i in picks]
     total = len(ledger.list_sessions())
     for label, offset in (("first", 0), ("middle", total // 2), ("last", max(0, total - PAGE))):
         page = partial(ledger.list_sessions, limit=PAGE, offset=offset)
@@ -287,6 +298,10 @@ def _operations(backend: Backend, ledger: Ledger, fig: Figures) -> Iterator[Oper
     last = ledger.list_sessions(limit=1, offset=max(0, total - PAGE - 1))
     if last and total > PAGE:
         fig.plans["list_sessions by cursor"] = backend.explain(ledger, "list", last[0].cursor)
+    if backend.full_url is not None:  # last: the file's connections stay FULL from here on
+        with Ledger(backend.full_url) as full:
+            yield FULL_NEW, [partial(new_session, full, i) for i in picks]
+            yield FULL_APPEND, [partial(append, full, i, "f") for i in picks]
 
 
 def measure(stores: list[tuple[Backend, Ledger, Figures]]) -> None:

@@ -290,6 +290,10 @@ def test_many_sessions_quick_measures_every_operation_and_shows_the_search_plan(
     ops = ("save: new session", "save: append a turn", "load", "list_sessions: last page")
     for op in (*ops, "list_sessions: middle page by cursor", "list_sessions: last page by cursor"):
         assert f"| {op} |" in text
+    # SQLite's saves again with every commit flushed, after every other operation
+    flushed = [f"| {op}" for op in (many_sessions.FULL_NEW, many_sessions.FULL_APPEND)]
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ")]
+    assert rows[-2:] == flushed
     assert "SCAN messages_fts VIRTUAL TABLE" in text  # the search's query plan
     assert "SEARCH sessions USING INDEX sessions_recent (tenant=?)" in text  # list_sessions' plan
     assert "list_sessions, last page by cursor, at" in text
