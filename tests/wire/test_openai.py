@@ -213,7 +213,7 @@ def test_derived_ids_are_deterministic_and_input_is_never_mutated() -> None:
     assert first == second
     assert [m.digest for m in first] == [m.digest for m in second]
     assert all(m.created_at is None for m in first)
-    assert first[0].id == derived_id(0, CALLER_DICTS[0])
+    assert first[0].id == derived_id(CALLER_DICTS[0])
     assert first[0].id.startswith("oai-")
     assert first[4].id == "kept-id"
     assert len({m.id for m in first}) == len(first)
@@ -235,12 +235,26 @@ def test_a_changed_dict_changes_only_its_own_message() -> None:
     assert base[3].id != changed[3].id
 
 
-def test_derived_id_depends_on_position_not_on_private_keys() -> None:
+def test_derived_id_depends_on_content_and_occurrence_not_on_private_keys() -> None:
     d = {"role": "user", "content": "same"}
     a, b = from_openai([d, d], ids="derived")
-    assert a.id != b.id
+    assert a.id != b.id  # a repeat gets an id of its own
+    assert (a.id, b.id) == (derived_id(d), derived_id(d, 1))
     (c,) = from_openai([{**d, "_note": 1}], ids="derived")
     assert c.id == a.id and c != a  # same id, but the metadata is part of the message
+
+
+def test_derived_ids_do_not_depend_on_position() -> None:
+    """Dropping, inserting or moving dicts leaves every other dict's message as it was, so a
+    shifted list is stored by writing what it added."""
+    dicts = [{"role": "user", "content": f"m{i}"} for i in range(6)] + [
+        {"role": "user", "content": "m1"}  # a repeat of dict 1: its second occurrence
+    ]
+    before = from_openai(dicts, ids="derived")
+    shifted = from_openai([{"role": "user", "content": "new"}, *dicts[2:]], ids="derived")
+    assert shifted[1:5] == before[2:6]  # moved, unchanged
+    # with the first m1 gone, its repeat is the first occurrence: the one message renumbered
+    assert shifted[5].id == before[1].id == derived_id(dicts[1]) != before[6].id
 
 
 def test_ids_mode_is_checked() -> None:

@@ -142,6 +142,7 @@ def test_wire_all_lists_exactly_the_public_names() -> None:
     submodules = {
         "agui",
         "anthropic",
+        "live",
         "media",
         "openai",
         "private",

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.errors import (
     CodecError,
@@ -56,6 +56,9 @@ from agentledger.store.state import CONTEXT, SaveReport, SessionState
 from agentledger.store.title import UNKNOWN, title_after_change
 from agentledger.store.tracked import TrackedList
 from agentledger.store.urls import open_store
+
+if TYPE_CHECKING:
+    from agentledger.wire.live import LiveConverter
 
 __all__ = ["Ledger"]
 
@@ -190,6 +193,7 @@ class Ledger:
         self._owns_store = not isinstance(url, Store)
         self.store: Store = url if isinstance(url, Store) else open_store(url)
         self._heads: OrderedDict[SessionKey, Head] = OrderedDict()
+        self._converters: OrderedDict[tuple[SessionKey, str], LiveConverter] = OrderedDict()
         self._cached_sessions = cached_sessions
         self._guard = threading.Lock()
         self._key_locks: dict[SessionKey, threading.Lock] = {}
@@ -776,11 +780,29 @@ class Ledger:
         mixed freely) by content diff.
 
         Nothing is decided by object identity and the caller's objects are never changed, so a
-        list that drops, rebuilds or recycles message objects is still saved exactly.
+        list that drops, rebuilds, recycles or edits in place its dicts is still saved exactly.
+        A dict without an id gets one from its content and occurrence, not its position, so
+        dropping, inserting or summarising messages writes only what was added. The ledger
+        remembers what it converted for the lists it synced last (as many as
+        ``cached_sessions``): a dict that converts to the same message is not converted again
+        (``wire.live``).
         """
         from agentledger.store.transfer import as_messages
 
-        return self.save(session, as_messages(messages), name=name, tenant=tenant)
+        converter = self._converter(self.key(session, tenant), name)
+        return self.save(session, as_messages(messages, converter), name=name, tenant=tenant)
+
+    def _converter(self, key: SessionKey, name: str) -> LiveConverter:
+        """The ``LiveConverter`` of list ``name`` of session ``key`` (made on first use; the
+        least recently used are forgotten past ``cached_sessions``)."""
+        from agentledger.wire.live import LiveConverter
+
+        with self._guard:
+            found = self._converters.pop((key, name), None) or LiveConverter()
+            self._converters[(key, name)] = found
+            while len(self._converters) > self._cached_sessions:
+                self._converters.popitem(last=False)
+            return found
 
     def import_openai(
         self,

@@ -26,6 +26,7 @@ from agentledger.store.export_format import EXPORT_FORMAT, Snapshot, read_snapsh
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
     from agentledger.store.state import SaveReport, SessionState
+    from agentledger.wire.live import LiveConverter
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -37,20 +38,25 @@ __all__ = [
 ]
 
 
-def as_messages(items: Sequence[Msg | Mapping[str, Any]]) -> list[Msg]:
+def as_messages(
+    items: Sequence[Msg | Mapping[str, Any]], converter: LiveConverter | None = None
+) -> list[Msg]:
     """Messages for a live list of ``Msg``, OpenAI chat dicts and/or Responses-API items,
     without mutating them.
 
-    Dicts get deterministic ids from their position and content (``wire.openai.derived_id``;
+    Dicts get deterministic ids from their content and occurrence (``wire.openai.derived_id``;
     an item's own ``id`` when it has one), so the same list converts to equal messages every
-    time and only real changes get written; a list that mixes formats converts each dict
-    exactly as a list of that dict's format alone would.
+    time, as does a list shifted around them, and only real changes get written; a list that
+    mixes formats converts each dict exactly as a list of that dict's format alone would.
+    ``converter``: the ``LiveConverter`` that converted this list before (a new one if None).
     """
     if all(isinstance(m, Msg) for m in items):
         return list(items)  # type: ignore[arg-type]
-    from agentledger.wire.responses import from_live_items
+    if converter is None:
+        from agentledger.wire.live import LiveConverter
 
-    return from_live_items(items)
+        converter = LiveConverter()
+    return converter.convert(items)
 
 
 def _record(kind: str, **fields: Any) -> bytes:

@@ -564,6 +564,34 @@ class StoreConformance(TrustConformance, PagingConformance):
         assert report.appended == 2
         assert [m.id for m in open_ledger().messages("s")] == ["ok", "ok2", "ok3"]
 
+    def test_sync_shifts_write_only_what_they_add(self, open_ledger: OpenLedger) -> None:
+        """Dicts without ids get ids by content and occurrence, not position: dropping the
+        oldest dicts, putting one in front, deleting one or replacing a prefix with a summary
+        keeps every other row, on a ledger that synced the list before and on a new one."""
+        live = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 40}
+            for i in range(40)
+        ]
+        ledger = open_ledger()
+        ledger.sync("s", live)
+        added = {"role": "user", "content": "a new first message"}
+        summary = {"role": "assistant", "content": "summary of what came before"}
+        shifts = [
+            live[1:],  # the oldest dropped
+            [added, *live[1:]],  # one put in front
+            [added, *live[1:20], *live[21:]],  # one deleted in the middle
+            [summary, *live[-8:]],  # a prefix replaced by a summary
+        ]
+        for k, shifted in enumerate(shifts):
+            syncing = ledger if k % 2 == 0 else open_ledger()  # conversions remembered or not
+            report = syncing.sync("s", shifted)
+            assert report.bytes_written < 1_000  # the added dict at most, never the rest
+            texts = [m.text for m in open_ledger().messages("s")]
+            assert texts == [d["content"] for d in shifted]
+            assert open_ledger().sync("s", copy.deepcopy(shifted)).noop
+        stored = open_ledger().messages("s")
+        assert len({m.id for m in stored}) == len(stored)
+
     # -- export and import -----------------------------------------------------------------
     def test_export_import_is_lossless(self, open_ledger: OpenLedger) -> None:
         msgs = every_block_message()

@@ -13,7 +13,8 @@ Mapping, and where the format cannot carry something:
   top-level ``"id"`` (the second and later results of a tool message get ``f"{id}:{n}"``); leave
   it off for strict providers, which reject unknown keys. ``from_openai`` reads ``"id"`` when
   present. Otherwise ``ids="given"`` makes a fresh id and ``ids="derived"`` derives one from the
-  position and the content, so the same dict at the same position always gives the same message.
+  content and its occurrence (the first dict of that content, the second ...), so the same dicts
+  always give the same messages, wherever other dicts were dropped or inserted around them.
 - Reasoning is read from ``reasoning_content`` (vLLM, DeepSeek, llama.cpp) or ``reasoning``. It is
   written back only when asked (``reasoning=``): OpenAI and strict compatible servers reject the
   key, and a server should get back only the reasoning it wrote itself. Signed and redacted
@@ -43,7 +44,8 @@ from __future__ import annotations
 
 import base64
 import mimetypes
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, Literal
 
 from agentledger.errors import UserError
@@ -77,17 +79,29 @@ from agentledger.wire.private import (
     REASONING_SOURCE_KEY,
     REFUSAL_KEY,
     SOURCE_ROLE_KEY,
+    Occurrences,
     arguments_text,
-    content_id,
+    content_key,
     is_private,
     keep_unknown,
+    occurrence_id,
     require_fits,
 )
 from agentledger.wire.tool_ids import ToolIds, restore_ids
 
-__all__ = ["IdMode", "derived_id", "from_live_list", "from_openai", "to_openai"]
+__all__ = [
+    "OPENAI_ID_PREFIX",
+    "IdMode",
+    "derived_id",
+    "from_dict",
+    "from_live_list",
+    "from_openai",
+    "to_openai",
+]
 
 IdMode = Literal["given", "derived"]
+#: How the ids ``from_openai(ids="derived")`` makes begin.
+OPENAI_ID_PREFIX = "oai-"
 _REFUSAL = "refusal"
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 # The keys of each chat message that have a field here; any other is kept (see ``keep_unknown``).
@@ -276,10 +290,12 @@ def from_openai(
 ) -> list[Msg]:
     """One ``Msg`` per chat-completions dict, in order. The dicts are only read, never changed.
 
-    ``ids="derived"`` gives a dict without an ``"id"`` the id ``derived_id(index, dict)``, so
-    converting the same dicts twice gives equal messages with equal digests (``created_at`` is
-    ``None`` in both modes, for the same reason). ``tool_ids``: the mapping ``to_openai`` used,
-    to read mapped tool-call ids back as the stored ones.
+    ``ids="derived"`` gives a dict without an ``"id"`` an id derived from its content and how
+    many dicts of the same content come before it (``derived_id``), so converting the same
+    dicts twice gives equal messages with equal digests (``created_at`` is ``None`` in both
+    modes, for the same reason), and so does converting them after other dicts were dropped,
+    inserted or moved around them. ``tool_ids``: the mapping ``to_openai`` used, to read mapped
+    tool-call ids back as the stored ones.
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
@@ -298,6 +314,7 @@ def from_live_list(items: Iterable[Msg | Mapping[str, Any]]) -> list[Msg]:
 
 def _convert(items: Iterable[Any], ids: IdMode, *, msgs_allowed: bool) -> list[Msg]:
     names: dict[str, str] = {}  # tool call id -> tool name, to name the results
+    occurrences = Occurrences()
     out = []
     for index, d in enumerate(items):
         if msgs_allowed and isinstance(d, Msg):
@@ -307,27 +324,45 @@ def _convert(items: Iterable[Any], ids: IdMode, *, msgs_allowed: bool) -> list[M
         if not isinstance(d, Mapping):
             allowed = "a Msg or a mapping" if msgs_allowed else "a mapping"
             raise UserError(f"message {index} is a {type(d).__name__}, not {allowed}")
-        try:
-            out.append(_from_dict(d, index, ids, names))
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise UserError(f"message {index} is malformed: {exc!r}") from None
+        derive = partial(_occurrence_id, occurrences, d, index)
+        out.append(from_dict(d, index, names, derive if ids == "derived" else new_id))
     return out
 
 
-def derived_id(index: int, d: Mapping[str, Any]) -> str:
-    """The id ``from_openai(ids="derived")`` gives the dict ``d`` at position ``index``:
-    ``"oai-"`` and the BLAKE2b-128 hex of the position and the dict's canonical JSON (private
-    keys left out)."""
-    return content_id("oai-", str(index), d)
+def _occurrence_id(occurrences: Occurrences, d: Mapping[str, Any], index: int) -> str:
+    key = content_key(d, f"message {index}")
+    return occurrence_id(OPENAI_ID_PREFIX, key, occurrences.take(key))
 
 
-def _from_dict(d: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, str]) -> Msg:
+def derived_id(d: Mapping[str, Any], occurrence: int = 0) -> str:
+    """The id ``from_openai(ids="derived")`` gives a dict without one: the
+    ``occurrence``-th dict (from 0) of a list with ``d``'s public content gets ``"oai-"`` and
+    the BLAKE2b-128 hex of ``occurrence`` and that content's key (``private.Occurrences``)."""
+    return occurrence_id(OPENAI_ID_PREFIX, content_key(d, "the message"), occurrence)
+
+
+def from_dict(
+    d: Mapping[str, Any], index: int, names: dict[str, str], fallback_id: Callable[[], str]
+) -> Msg:
+    """The message of chat dict ``d``, message ``index`` of its list (for errors); a dict
+    without an ``"id"`` gets ``fallback_id()``. ``names`` maps the tool-call ids of the list so
+    far to their tools' names: a tool result is named from it, and the calls ``d`` makes are
+    added to it."""
+    try:
+        return _from_dict(d, index, names, fallback_id)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"message {index} is malformed: {exc!r}") from None
+
+
+def _from_dict(
+    d: Mapping[str, Any], index: int, names: dict[str, str], fallback_id: Callable[[], str]
+) -> Msg:
     role = d.get("role")
     metadata: dict[str, Any] = {k: v for k, v in d.items() if is_private(k)}
     given = d.get("id")
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"message {index}: id must be a non-empty string, got {given!r}")
-    msg_id = given or (derived_id(index, d) if ids == "derived" else new_id())
+    msg_id = given or fallback_id()
     content: list[Block] = []
     if role == "developer":
         role = "system"

@@ -16,7 +16,8 @@ object (truncated by an interrupt, or plain invalid) is marked in ``input`` by t
 ``ToolUseBlock.arguments`` existed carry only that marker, and it still gives the text back.
 
 The shared rules: which blocks may sit in which role (``block_fits``), and the deterministic
-content-derived message id (``content_id``) that lets caller-owned dicts be stored by content.
+content-derived message ids (``content_id``, ``Occurrences``) that let caller-owned dicts be
+stored by content.
 """
 
 from __future__ import annotations
@@ -53,15 +54,18 @@ __all__ = [
     "REASONING_SOURCE_KEY",
     "REFUSAL_KEY",
     "SOURCE_ROLE_KEY",
+    "Occurrences",
     "arguments_object",
     "arguments_text",
     "block_fits",
     "block_type",
     "content_id",
+    "content_key",
     "dump_arguments",
     "is_private",
     "keep_unknown",
     "metadata_from_json",
+    "occurrence_id",
     "parse_arguments",
     "public_metadata",
     "require_fits",
@@ -184,6 +188,15 @@ def arguments_object(call: ToolUseBlock) -> dict[str, Any]:
     return out
 
 
+def _public_json(message: Mapping[str, Any], where: str) -> bytes:
+    """The canonical JSON (sorted keys) of a wire dict without its private keys."""
+    public = {k: v for k, v in message.items() if not is_private(k)}
+    try:
+        return _canonical.encode(freeze(public))
+    except (CodecError, TypeError, ValueError, NotImplementedError) as exc:
+        raise UserError(f"{where} is not JSON-like: {exc}") from None
+
+
 def content_id(prefix: str, position: str, message: Mapping[str, Any]) -> str:
     """A deterministic message id from a position and a wire dict's public content.
 
@@ -191,13 +204,50 @@ def content_id(prefix: str, position: str, message: Mapping[str, Any]) -> str:
     the dict without its private keys: the same dict at the same position always gets the same
     id, and any change to it gives another.
     """
-    public = {k: v for k, v in message.items() if not is_private(k)}
-    try:
-        body = _canonical.encode(freeze(public))
-    except (CodecError, TypeError, ValueError, NotImplementedError) as exc:
-        raise UserError(f"message at {position} is not JSON-like: {exc}") from None
-    key = position.encode() + b"\x00" + body
+    key = position.encode() + b"\x00" + _public_json(message, f"message at {position}")
     return prefix + hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def content_key(message: Mapping[str, Any], where: str) -> bytes:
+    """BLAKE2b-128 of a wire dict's public content (``content_id`` without a position): equal
+    for two dicts exactly when their public keys and values are. ``where`` names the dict in
+    the ``UserError`` for one that is not JSON-like."""
+    return hashlib.blake2b(_public_json(message, where), digest_size=16).digest()
+
+
+class Occurrences:
+    """Deterministic ids for the dicts of one list that bring none: by content and occurrence.
+
+    The ``n``-th dict (from 0) of the list whose public content is ``key`` (``content_key``)
+    gets the id ``occurrence_id(prefix, key, n)``. A dict's id therefore does not depend on
+    where it sits: dropping, inserting or moving other dicts leaves it unchanged, so a list
+    shifted by any means converts to the messages it converted to before, and a store keeps
+    their rows (only later repeats of a dropped or inserted dict's content are numbered again).
+    Repeats get ids of their own, so no two dicts of a list share one. Private keys are not
+    content here: a dict and its copy with a private note count as the same content.
+    """
+
+    __slots__ = ("_seen",)
+
+    def __init__(self, seen: Mapping[bytes, int] | None = None) -> None:
+        """``seen``: how many dicts of each content came before the first this will count."""
+        self._seen: dict[bytes, int] = dict(seen) if seen else {}
+
+    def take(self, key: bytes) -> int:
+        """Which occurrence of the content ``key`` the next dict is; counts it."""
+        n = self._seen.get(key, 0)
+        self._seen[key] = n + 1
+        return n
+
+    def next_of(self, key: bytes) -> int:
+        """Which occurrence of the content ``key`` the next dict would be (not counted)."""
+        return self._seen.get(key, 0)
+
+
+def occurrence_id(prefix: str, key: bytes, occurrence: int) -> str:
+    """The id of the ``occurrence``-th dict of a list whose content is ``key`` (see
+    ``Occurrences``): ``prefix`` and the BLAKE2b-128 hex of both."""
+    return prefix + hashlib.blake2b(b"#%d\x00" % occurrence + key, digest_size=16).hexdigest()
 
 
 def block_type(block: Block) -> str:

@@ -16,7 +16,8 @@ Mapping:
   per summary part (then one per ``reasoning_text`` part). A call's argument text is kept byte
   for byte (``ToolUseBlock.arguments``), so every string-arguments format sends it back as is.
 - The item ``id`` is the ``Msg.id``; an item without one gets a fresh id (``ids="given"``) or one
-  derived from its position and content (``ids="derived"``), and is written back without one.
+  derived from its position and content (``ids="derived"``; in a ``sync()`` list, from its
+  content and occurrence), and is written back without one.
 - What has no field here (``type``, ``id``, ``status``, ``phase``, ``encrypted_content``,
   ``namespace``, any unknown key) is kept
   verbatim in the private metadata key ``_responses`` of the message (for the item) or block
@@ -39,6 +40,7 @@ Responses items: a dict with a top-level ``type`` (or with Responses content par
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from agentledger.errors import UserError
@@ -53,7 +55,7 @@ from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
 from agentledger.messages.values import thaw
 from agentledger.wire.media import media_note
-from agentledger.wire.openai import IdMode, from_live_list
+from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     SOURCE_ROLE_KEY,
     arguments_text,
@@ -71,7 +73,9 @@ from agentledger.wire.responses_parts import (
 
 __all__ = [
     "RESPONSES_EXTRA_KEY",
+    "RESPONSES_ID_PREFIX",
     "RESPONSES_ITEM_KEY",
+    "from_item",
     "from_live_items",
     "from_responses",
     "is_responses_item",
@@ -79,6 +83,8 @@ __all__ = [
 ]
 
 RESPONSES_ITEM_KEY = "_responses_item"
+#: How the ids an item without one is given begin (``ids="derived"``, ``from_live_items``).
+RESPONSES_ID_PREFIX = "rsp-"
 """``Msg.metadata`` key holding a Responses item of a kind not mapped to blocks, verbatim."""
 
 _MESSAGE, _CALL, _OUTPUT, _REASONING = (
@@ -118,7 +124,8 @@ def from_responses(
             raise UserError(f"item {index} is a {type(item).__name__}, not a mapping")
         msg = known(index, item) if known is not None else None
         if msg is None:
-            msg = _from_item(item, index, ids, names)
+            derive = partial(content_id, RESPONSES_ID_PREFIX, str(index), item)
+            msg = from_item(item, index, names, derive if ids == "derived" else new_id)
         elif item.get("type") == _CALL and isinstance(item.get("call_id"), str):
             names[item["call_id"]] = str(item.get("name") or "")  # to name its result
         out.append(msg)
@@ -140,34 +147,30 @@ def is_responses_item(d: Mapping[str, Any]) -> bool:
 def from_live_items(items: Iterable[Msg | Mapping[str, Any]]) -> list[Msg]:
     """A ``sync()`` list of ``Msg``, chat dicts and Responses items, converted as one list.
 
-    Items get ids derived from their position in the whole list; a tool result is named after
-    its call whichever format each is in.
+    Items without an id get one derived from their content and occurrence in the whole list
+    (``private.Occurrences``); a tool result is named after its call whichever format each is
+    in. See ``live.LiveConverter``, which converts a list again at the cost of what changed.
     """
-    names: dict[str, str] = {}
-    mixed: list[Any] = []
-    for index, x in enumerate(items):
-        if isinstance(x, Mapping) and is_responses_item(x):
-            x = _from_item(x, index, "derived", names)
-        elif isinstance(x, Msg):
-            names.update((call.id, call.name) for call in x.tool_calls)
-        elif isinstance(x, Mapping):
-            for call in x.get("tool_calls") or ():
-                function = call.get("function") if isinstance(call, Mapping) else None
-                if isinstance(function, Mapping) and isinstance(call.get("id"), str):
-                    names[call["id"]] = function.get("name") or ""
-        mixed.append(x)
-    return from_live_list(mixed)
+    from agentledger.wire.live import LiveConverter
+
+    return LiveConverter().convert(items)
 
 
-def _from_item(item: Mapping[str, Any], index: int, ids: IdMode, names: dict[str, str]) -> Msg:
+def from_item(
+    item: Mapping[str, Any], index: int, names: dict[str, str], fallback_id: Callable[[], str]
+) -> Msg:
+    """The message of Responses ``item``, item ``index`` of its list (for errors); an item
+    without a usable id gets ``fallback_id()``. ``names`` maps the call ids of the list so far
+    to their tools' names: a function_call_output is named from it, and a function_call added
+    to it."""
     where = f"item {index}"
     given = item.get("id")
     kind = item.get("type", _MESSAGE if "role" in item else None)
     if kind not in (_MESSAGE, _CALL, _OUTPUT, _REASONING):
-        return _opaque(item, index, ids)
+        return _opaque(item, fallback_id)
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"{where}: id must be a non-empty string, got {given!r}")
-    msg_id = given or (content_id("rsp-", str(index), item) if ids == "derived" else new_id())
+    msg_id = given or fallback_id()
     metadata: dict[str, Any] = {k: v for k, v in item.items() if is_private(k)}
     try:
         if kind == _MESSAGE:
@@ -245,16 +248,12 @@ def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
     return blocks
 
 
-def _opaque(item: Mapping[str, Any], index: int, ids: IdMode) -> Msg:
+def _opaque(item: Mapping[str, Any], fallback_id: Callable[[], str]) -> Msg:
     kind = str(item.get("type", "item_reference"))
     given = item.get("id")
     usable = isinstance(given, str) and given and kind != "item_reference"
     public = {k: v for k, v in item.items() if not is_private(k)}
-    msg_id = (
-        given
-        if usable
-        else (content_id("rsp-", str(index), item) if ids == "derived" else new_id())
-    )
+    msg_id = given if usable else fallback_id()
     metadata = {k: v for k, v in item.items() if is_private(k)}
     metadata[RESPONSES_ITEM_KEY] = public
     role = "user" if kind.endswith("_output") or kind in _USER_SIDE else "assistant"

@@ -1,0 +1,174 @@
+"""``LiveConverter``: converting a live list again costs what changed, and never changes what it
+converts to."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentledger.errors import AgentLedgerError
+from agentledger.messages import Msg
+from agentledger.wire import live as live_module
+from agentledger.wire.live import LiveConverter
+from agentledger.wire.openai import from_live_list
+from agentledger.wire.responses import is_responses_item
+
+# values equal to each other under ``==`` but converting to different messages, and NaN, which
+# no conversion accepts
+_PRIVATE = st.sampled_from([1, True, 1.0, 0, False, 0.0, -0.0, "1", None, float("nan")])
+_CALLS = st.sampled_from(["c1", "c2", "c3"])
+_TOOLS = st.sampled_from(["lookup", "search"])
+_TEXT = st.sampled_from(["hi", "ok", "done", "a longer message about the weather"])
+
+
+def _chat_call(call: str, tool: str) -> dict[str, Any]:
+    function = {"name": tool, "arguments": "{}"}
+    return {"id": call, "type": "function", "function": function}
+
+
+_DICTS = st.one_of(
+    st.builds(lambda t: {"role": "user", "content": t}, _TEXT),
+    st.builds(lambda t, v: {"role": "user", "content": t, "_note": v}, _TEXT, _PRIVATE),
+    st.builds(lambda t: {"role": "assistant", "content": t}, _TEXT),
+    st.builds(
+        lambda c, n: {"role": "assistant", "content": None, "tool_calls": [_chat_call(c, n)]},
+        _CALLS,
+        _TOOLS,
+    ),
+    st.builds(lambda c, t: {"role": "tool", "tool_call_id": c, "content": t}, _CALLS, _TEXT),
+    st.builds(
+        lambda c, n: {"type": "function_call", "call_id": c, "name": n, "arguments": "{}"},
+        _CALLS,
+        _TOOLS,
+    ),
+    st.builds(
+        lambda c, t: {"type": "function_call_output", "call_id": c, "output": t}, _CALLS, _TEXT
+    ),
+    st.builds(lambda t: {"role": "user", "content": [{"type": "input_text", "text": t}]}, _TEXT),
+    st.builds(lambda t: Msg.user(t, id=f"msg-{t}"), _TEXT),
+)
+
+_OPS = st.one_of(
+    st.tuples(st.just("append"), _DICTS),
+    st.tuples(st.just("front"), _DICTS),
+    st.tuples(st.just("drop"), st.integers(0, 30)),
+    st.tuples(st.just("repeat"), st.integers(0, 30)),  # the same dict object again, at the end
+    st.tuples(st.just("copy"), st.integers(0, 30)),  # an equal copy in its place
+    st.tuples(st.just("private"), st.integers(0, 30), _PRIVATE),  # changed in place
+    st.tuples(st.just("text"), st.integers(0, 30), _TEXT),  # changed in place
+    st.tuples(st.just("rename"), st.integers(0, 30), _TOOLS),  # a call's tool, in place
+)
+
+
+def _apply(live: list[Any], op: tuple[Any, ...]) -> None:
+    kind, arg = op[0], op[1]
+    if kind == "append":
+        live.append(copy.deepcopy(arg))
+    elif kind == "front":
+        live.insert(0, copy.deepcopy(arg))
+    if kind in ("append", "front") or not live:
+        return
+    at = arg % len(live)
+    x = live[at]
+    if kind == "drop":
+        del live[at]
+    elif kind == "repeat":
+        live.append(x)
+    elif kind == "copy":
+        live[at] = copy.deepcopy(x)
+    elif isinstance(x, Msg):
+        return
+    elif kind == "private":
+        x["_note"] = op[2]
+    elif kind == "text":
+        for field in ("content", "output"):
+            if isinstance(x.get(field), str):
+                x[field] = op[2]
+    elif kind == "rename":
+        for call in x.get("tool_calls") or ():
+            call["function"]["name"] = op[2]
+        if x.get("type") == "function_call":
+            x["name"] = op[2]
+
+
+def _outcome(convert: Any, live: list[Any]) -> Any:
+    """The messages (with their digests) or the type of the error."""
+    try:
+        msgs = convert(live)
+    except AgentLedgerError as exc:
+        return type(exc)
+    return [(m, m.digest) for m in msgs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_DICTS, max_size=12), st.lists(_OPS, min_size=1, max_size=25))
+def test_a_list_converted_again_converts_as_a_fresh_converter_converts_it(
+    start: list[Any], ops: list[tuple[Any, ...]]
+) -> None:
+    """Whatever was done to the list and its dicts between calls (in place included, to
+    values that compare equal but are not: ``1``, ``True``, ``1.0``), the converter that saw
+    every earlier version converts it exactly as one that sees it for the first time."""
+    shared = LiveConverter()
+    live = copy.deepcopy(start)
+    assert _outcome(shared.convert, live) == _outcome(LiveConverter().convert, live)
+    for op in ops:
+        _apply(live, op)
+        expected = _outcome(LiveConverter().convert, live)
+        assert _outcome(shared.convert, live) == expected
+        chat_only = not any(isinstance(x, dict) and is_responses_item(x) for x in live)
+        if chat_only and isinstance(expected, list):
+            assert _outcome(from_live_list, live) == expected  # no memory: an oracle
+
+
+def test_converting_again_converts_only_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    converted: list[Any] = []
+    real = live_module.from_dict
+
+    def counting(d: Any, *args: Any) -> Msg:
+        converted.append(d)
+        return real(d, *args)
+
+    monkeypatch.setattr(live_module, "from_dict", counting)
+    live = [{"role": "user", "content": f"m{i}"} for i in range(100)]
+    converter = LiveConverter()
+    first = converter.convert(live)
+    assert len(converted) == 100
+    converted.clear()
+    live.append({"role": "assistant", "content": "new"})
+    again = converter.convert(live)
+    assert converted == [live[-1]] and all(a is b for a, b in zip(first, again, strict=False))
+    converted.clear()
+    shifted = converter.convert(live[30:])  # the oldest 30 dropped: nothing new to convert
+    assert converted == [] and all(a is b for a, b in zip(again[30:], shifted, strict=True))
+    live[50]["content"] = "edited in place"
+    converter.convert(live)
+    assert converted == [live[50]]  # found by content, not by the object it was
+
+
+def test_a_dict_pickle_refuses_is_converted_every_time() -> None:
+    class Opaque(str):
+        def __reduce__(self) -> Any:
+            raise TypeError("not picklable")
+
+    live = [{"role": "user", "content": "hi"}, {"role": "user", "content": Opaque("x")}]
+    converter = LiveConverter()
+    assert [m.text for m in converter.convert(live)] == ["hi", "x"]
+    live[1]["content"] = Opaque("y")
+    assert [m.text for m in converter.convert(live)] == ["hi", "y"]
+
+
+def test_values_equal_under_eq_but_not_the_same_are_told_apart() -> None:
+    """``1 == True == 1.0`` and ``0 == False == 0.0 == -0.0``, but each is stored as itself:
+    a dict changed in place from one to another converts to its own message."""
+    d: dict[str, Any] = {"role": "user", "content": "x", "_n": 1}
+    live = [d, {"role": "assistant", "content": "y", "_n": 0}]
+    converter = LiveConverter()
+    for one, zero in [(1, 0), (True, False), (1.0, 0.0), (1, -0.0), ("1", None)]:
+        d["_n"], live[1]["_n"] = one, zero
+        got = converter.convert(live)
+        assert [(m, m.digest) for m in got] == [(m, m.digest) for m in from_live_list(live)]
+        assert [type(m.metadata["_n"]) for m in got] == [type(one), type(zero)]
