@@ -14,7 +14,10 @@ stretch in which the shared machine ran slower fell on one length only, and move
 to 1.5x between two runs of one commit. Two ways to hold a session are measured:
 
 - a plain ``list``, saved as it is: the save compares it with what was last saved;
-- a ``TrackedList`` (``Ledger.tracked``): the save compares only from where it changed.
+- a ``TrackedList`` (``Ledger.tracked``): the save compares only from where it changed;
+- OpenAI chat dicts without ids, as a loop of one's own keeps them, persisted by
+  ``Ledger.sync``: every dict is fingerprinted again, and converted only if it changed (the
+  first sync after reopening converts them all).
 
 The messages are the benchmark workload (``bench.workload``). The first save after reopening is
 a new ``Ledger`` on the same store, the session loaded (untimed) and one message appended; it is
@@ -54,6 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("memory", "sqlite", "sqlite-full", "jsonl", "postgres")
 COLD = "reopen, caches cleared"
 KINDS = ("append", "edit", "no-op", "reopen", COLD)
+DICTS = "dicts (sync)"
+HOLDERS = ("list", "tracked", DICTS)
 _sweep: list[bytearray] = []  # the buffer ``_clear_caches`` writes over, made on first use
 
 
@@ -132,37 +137,61 @@ def _cpu_ms(save: Callable[[], Any]) -> float:
 
 
 class _Session:
-    """One session of one length on a store of its own, held as a plain list or a
-    ``TrackedList``, and the saves ``measure`` times on it."""
+    """One session of one length on a store of its own, held as a plain list, a
+    ``TrackedList`` or chat dicts, and the saves ``measure`` times on it."""
 
     def __init__(self, backend: str, msgs: list[Msg], holder: str, workdir: Path) -> None:
         self.backend, self.holder = backend, holder
         self.url = _url(backend, workdir)
         self.ledger = Ledger(self.url)
-        self.ledger.save("s", msgs)
-        self.live: Any = self.ledger.tracked("s") if holder == "tracked" else list(msgs)
         self.made = iter(range(10**9))
+        if holder == DICTS:
+            self.live: Any = [_without_id(d) for d in workload.openai_messages(msgs)]
+            self.ledger.sync("s", self.live)
+            return
+        self.ledger.save("s", msgs)
+        self.live = self.ledger.tracked("s") if holder == "tracked" else list(msgs)
+
+    def _new(self, text: str) -> Any:
+        n = next(self.made)
+        if self.holder == DICTS:
+            return {"role": "assistant", "content": f"{text} {n}"}
+        return Msg.assistant(text, id=f"{text[0]}{n}")
+
+    def _saved(self, ledger: Ledger, live: Any) -> float:
+        persist = ledger.sync if self.holder == DICTS else ledger.save
+        return _cpu_ms(partial(persist, "s", live))
 
     def append(self) -> float:
-        self.live.append(Msg.assistant("appended", id=f"a{next(self.made)}"))
-        return _cpu_ms(partial(self.ledger.save, "s", self.live))
+        self.live.append(self._new("appended"))
+        return self._saved(self.ledger, self.live)
 
     def edit(self) -> float:
-        self.live[-1] = self.live[-1].replace(content=f"edited {next(self.made)}")
-        return _cpu_ms(partial(self.ledger.save, "s", self.live))
+        if self.holder == DICTS:
+            self.live[-1] = {**self.live[-1], "content": f"edited {next(self.made)}"}
+        else:
+            self.live[-1] = self.live[-1].replace(content=f"edited {next(self.made)}")
+        return self._saved(self.ledger, self.live)
 
     def no_op(self) -> float:
-        return _cpu_ms(partial(self.ledger.save, "s", self.live))
+        return self._saved(self.ledger, self.live)
 
     def reopen(self, cold: bool) -> float:
-        """The first save on a new ``Ledger`` over the same store, one message appended."""
+        """The first save on a new ``Ledger`` over the same store, one message appended (for
+        dicts: the caller's list, which outlived the ledger, synced)."""
         reopened = Ledger(self.ledger.store)
-        again: Any = reopened.tracked("s") if self.holder == "tracked" else reopened.messages("s")
-        again.append(Msg.assistant("after reopening", id=f"r{next(self.made)}"))
+        again: Any
+        if self.holder == DICTS:
+            again = self.live
+        elif self.holder == "tracked":
+            again = reopened.tracked("s")
+        else:
+            again = reopened.messages("s")
+        again.append(self._new("reopened"))
         gc.collect()  # the load's garbage is not the save's cost
         if cold:
             _clear_caches()
-        ms = _cpu_ms(partial(reopened.save, "s", again))
+        ms = self._saved(reopened, again)
         self.ledger, self.live = reopened, again
         return ms
 
@@ -170,6 +199,11 @@ class _Session:
         self.ledger.store.close()
         if self.backend == "postgres":
             _drop_schema(self.url)
+
+
+def _without_id(d: dict[str, Any]) -> dict[str, Any]:
+    """A workload dict as a loop of one's own keeps it: chat messages carry no ids."""
+    return {k: v for k, v in d.items() if k != "id"}
 
 
 def _alternating(
@@ -186,10 +220,10 @@ def _alternating(
 def measure(
     backend: str, lengths: list[list[Msg]], reps: int, workdir: Path
 ) -> list[dict[str, dict[str, float]]]:
-    """``{"list" | "tracked": {kind: median CPU ms}}`` for one backend, per session length
+    """``{holder: {kind: median CPU ms}}`` (``HOLDERS``) for one backend, per session length
     (``lengths``: the messages of each), every length's saves taken in turn (``_alternating``)."""
     out: list[dict[str, dict[str, float]]] = [{} for _ in lengths]
-    for holder in ("list", "tracked"):
+    for holder in HOLDERS:
         sessions: list[_Session] = []
         try:
             for msgs in lengths:
@@ -300,8 +334,11 @@ def render(results: dict[str, Any], sizes: list[int], meta: dict[str, Any]) -> s
         "",
         f"Measured by `python -m bench.flat` (not regenerated by `python -m bench`): CPU time of "
         f"one save, median of {meta['reps']}, at {small:,} and {large:,} messages of the "
-        "benchmark workload, for a plain `list` (compared whole) and a `TrackedList` "
-        "(`Ledger.tracked`, compared from where it changed). CPU time of this process only: "
+        "benchmark workload, for a plain `list` (compared whole), a `TrackedList` "
+        "(`Ledger.tracked`, compared from where it changed) and the same messages as OpenAI "
+        "chat dicts without ids persisted by `Ledger.sync` (every dict fingerprinted again, "
+        "converted only if it changed; after reopening, all converted once). CPU time of this "
+        "process only: "
         "a Postgres server's own work is not in it. The target is a ratio of at most "
         f"{TARGET}x. The two lengths run in one process, each on a store of its own, their "
         "saves taking turns (the order reversed every round), so that a slower stretch of "
@@ -312,7 +349,7 @@ def render(results: dict[str, Any], sizes: list[int], meta: dict[str, Any]) -> s
         "|---|---|---|---:|---:|---:|---|",
     ]
     for backend, by_size in results.items():
-        for holder in ("list", "tracked"):
+        for holder in HOLDERS:
             for kind in KINDS:
                 a, b = by_size[small][holder][kind], by_size[large][holder][kind]
                 ratio = b / a if a else float("inf")

@@ -300,13 +300,13 @@ def test_many_sessions_quick_measures_every_operation_and_shows_the_search_plan(
     assert "USING INDEX sessions_recent (tenant=? AND (updated_at,session)<(?,?))" in text
 
 
-def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Path) -> None:
+def test_flat_cost_measures_each_save_for_a_list_a_tracked_list_and_dicts(tmp_path: Path) -> None:
     from bench import flat
 
     results = flat.run([8, 40], ["memory", "sqlite"], 3, tmp_path)
     for backend in ("memory", "sqlite"):
         for n in (8, 40):
-            for holder in ("list", "tracked"):
+            for holder in flat.HOLDERS:
                 assert set(results[backend][n][holder]) == set(flat.KINDS)
                 assert all(ms > 0 for ms in results[backend][n][holder].values())
             assert results[backend][n]["agent"] > 0
@@ -324,8 +324,9 @@ def test_flat_cost_measures_each_save_for_a_list_and_a_tracked_list(tmp_path: Pa
     section = flat.render(results, [8, 40], meta)
     assert section.startswith("## Flat cost (issue 17)")
     assert section.count("| memory | tracked |") == len(flat.KINDS)
+    assert section.count("| memory | dicts (sync) |") == len(flat.KINDS)
     assert "A whole agent run" in section and "caches cleared" in section
-    assert section.count("| sqlite | ") == 2 * len(flat.KINDS) + 1
+    assert section.count("| sqlite | ") == 3 * len(flat.KINDS) + 1
 
 
 def test_compared_setups_take_turns_in_an_order_that_reverses() -> None:
