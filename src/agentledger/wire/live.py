@@ -39,7 +39,7 @@ from typing import Any
 from agentledger.errors import UserError
 from agentledger.messages.msg import Msg
 from agentledger.wire.openai import OPENAI_ID_PREFIX, from_dict
-from agentledger.wire.private import Occurrences, content_key, occurrence_id
+from agentledger.wire.private import Occurrences
 from agentledger.wire.responses import RESPONSES_ID_PREFIX, from_item, is_responses_item
 
 __all__ = ["LiveConverter"]
@@ -141,24 +141,22 @@ class LiveConverter:
             names.get(responses) if isinstance(responses, str) else None,
         )
         fingerprinted = isinstance(mark, bytes)
+        known = self._facts.get(mark) if fingerprinted else None  # its content key, if seen
         if fingerprinted and mark in self._facts:
-            key = self._facts[mark]
-            entry: _Key = (mark, -1 if key is None else occurrences.next_of(key), *answers)
+            entry: _Key = (mark, -1 if known is None else occurrences.next_of(known), *answers)
             found = self._made.get(entry)
             if found is not None:
-                if key is not None:
-                    occurrences.take(key)
-                return found[0], key, found[1], entry
+                if known is not None:
+                    occurrences.take(known)
+                return found[0], known, found[1], entry
         taken: list[tuple[bytes, int]] = []
         is_item = is_responses_item(x)
+        prefix, kind = (RESPONSES_ID_PREFIX, "item") if is_item else (OPENAI_ID_PREFIX, "message")
 
         def derived_id() -> str:
-            key = self._facts.get(mark) if fingerprinted else None
-            if key is None:
-                key = content_key(x, f"{'item' if is_item else 'message'} {index}")
-            taken.append((key, occurrences.take(key)))
-            prefix = RESPONSES_ID_PREFIX if is_item else OPENAI_ID_PREFIX
-            return occurrence_id(prefix, key, taken[-1][1])
+            made_id, key, n = occurrences.derive(prefix, x, f"{kind} {index}", known)
+            taken.append((key, n))
+            return made_id
 
         msg = (from_item if is_item else from_dict)(x, index, names, derived_id)
         made = tuple((call.id, call.name) for call in msg.tool_calls)

@@ -330,8 +330,7 @@ def _convert(items: Iterable[Any], ids: IdMode, *, msgs_allowed: bool) -> list[M
 
 
 def _occurrence_id(occurrences: Occurrences, d: Mapping[str, Any], index: int) -> str:
-    key = content_key(d, f"message {index}")
-    return occurrence_id(OPENAI_ID_PREFIX, key, occurrences.take(key))
+    return occurrences.derive(OPENAI_ID_PREFIX, d, f"message {index}")[0]
 
 
 def derived_id(d: Mapping[str, Any], occurrence: int = 0) -> str:

@@ -243,6 +243,16 @@ class Occurrences:
         """Which occurrence of the content ``key`` the next dict would be (not counted)."""
         return self._seen.get(key, 0)
 
+    def derive(
+        self, prefix: str, message: Mapping[str, Any], where: str, key: bytes | None = None
+    ) -> tuple[str, bytes, int]:
+        """The id of the next dict ``message`` (counted), with its content key (``key`` when
+        the caller knows it already) and which occurrence it is."""
+        if key is None:
+            key = content_key(message, where)
+        n = self.take(key)
+        return occurrence_id(prefix, key, n), key, n
+
 
 def occurrence_id(prefix: str, key: bytes, occurrence: int) -> str:
     """The id of the ``occurrence``-th dict of a list whose content is ``key`` (see
