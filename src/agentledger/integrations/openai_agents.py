@@ -18,6 +18,9 @@ one message per item (``wire.responses``), so:
   The sessions on one ledger also share what they converted, up to 64 MiB (``_Conversions``),
   so a session made for each request, on a ledger the process keeps open (which remembers the
   messages it loaded, decoded), does not convert the whole conversation again;
+- ``set_items`` (beyond the protocol) edits a history at the cost of what it changes: an item
+  equal to one the session holds keeps that one's message wherever it moved, so a shift (a
+  window, an insert, a delete, a summary) writes only the new items, with ids or without;
 - ``pop_item`` and ``clear_session`` commit a new version rather than delete: what they remove
   stays readable with ``ledger.load(session_id, version=v)`` (and ``ledger.history``) until the
   session's history is purged;
@@ -31,11 +34,12 @@ caller is cancelled still finishes its commit, and the session's view follows it
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -47,7 +51,12 @@ from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT
 from agentledger.store.tracked import TrackedList
-from agentledger.wire.responses import RESPONSES_EXTRA_KEY, from_responses, to_responses
+from agentledger.wire.responses import (
+    RESPONSES_EXTRA_KEY,
+    answered_tools,
+    from_responses,
+    to_responses,
+)
 
 __all__ = ["LedgerSession"]
 
@@ -169,13 +178,14 @@ class LedgerSession:
         return await asyncio.to_thread(self._locked, lambda: self._tail(limit))
 
     async def add_items(self, items: list[Any]) -> None:
-        """Append ``items`` (written as new rows only)."""
+        """Append ``items`` (written as new rows only). An item without an id gets a new one;
+        an output added after its call, by an earlier call, is named after that call."""
         if not items:
             return
         items = list(items)
 
         def append(msgs: TrackedList) -> None:
-            new = from_responses(items, ids="derived", start=len(msgs))
+            new = from_responses(items, names=_earlier_calls(items, msgs))
             self._remember(new, items)
             msgs.extend(new)
 
@@ -194,27 +204,22 @@ class LedgerSession:
         """Make the session hold exactly ``items``, writing only the items that changed.
 
         The SDK's protocol can only append, pop and clear, so an edit in the middle of a
-        history (a shortened tool output, a redacted message) otherwise means clearing and
-        adding everything again. Items without an id keep the id ``add_items`` gave them as
-        long as they stay in the same place, edited or not (an item inserted or removed before
-        them moves them, and they are rewritten); what is replaced stays readable at the
-        previous version.
+        history (a shortened tool output, a redacted message, a window that drops the oldest
+        turn, a summary in place of a prefix) otherwise means clearing and adding everything
+        again. Each item equal to one the session holds keeps that one's message, wherever it
+        moved (the ``n``-th of equal items takes the ``n``-th), so the save writes only the
+        items that are new or edited. An edited item without an id of its own keeps the id of
+        the item it replaces in place. What is replaced stays readable at the previous version.
         """
         items = list(items)
 
         def replace(live: TrackedList) -> None:
-            msgs = live.copy()
+            old = live.copy()
             hashes = [_item_hash(item) for item in items]
-
-            def unchanged(i: int, item: Any) -> Msg | None:
-                if i >= len(msgs) or hashes[i] is None:
-                    return None
-                return msgs[i] if self._hash_of(msgs[i]) == hashes[i] else None
-
-            new = from_responses(items, ids="derived", known=unchanged)
-            for i, (msg, old) in enumerate(zip(new, msgs, strict=False)):
-                if msg.id != old.id and _id_less(msg) and _id_less(old):
-                    new[i] = msg.replace(id=old.id)  # the item at that place, edited
+            keys = [_key(h, tool) for h, tool in zip(hashes, answered_tools(items), strict=True)]
+            held = _HeldItems(old, [_key(self._hash_of(m), _answered(m)) for m in old], keys)
+            new = from_responses(items, known=lambda i, _: held.take(i, keys[i]))
+            held.lend_ids(new)
             self._remember(new, items, hashes)
             live[:] = new
 
@@ -252,9 +257,10 @@ class LedgerSession:
     ) -> None:
         """Note which item each message was made from (see ``_hashes``)."""
         digests = hashes if hashes is not None else map(_item_hash, items)
+        known = self._hashes
         for msg, digest in zip(msgs, digests, strict=True):
-            if digest is not None:
-                self._hashes[msg.digest] = digest
+            if digest is not None and known.get(msg.digest) != digest:
+                known[msg.digest] = digest
                 self._shared.keep_hash(msg.digest, digest)
 
     def _hash_of(self, msg: Msg) -> bytes | None:
@@ -352,6 +358,117 @@ class LedgerSession:
         live = {m.digest for m in self._msgs}
         self._hashes = {k: v for k, v in self._hashes.items() if k in live}
         self._items = {k: v for k, v in self._items.items() if k in live}
+
+
+#: How ``set_items`` tells items apart: the hash of the item (``_item_hash``) and, for a call
+#: output, the tool it answers in its list (``answered_tools``), which its message names.
+_Key = tuple[bytes, str | None]
+
+
+def _key(item_hash: bytes | None, tool: str | None) -> _Key | None:
+    return None if item_hash is None else (item_hash, tool)
+
+
+def _answered(msg: Msg) -> str | None:
+    """The tool ``msg`` names as the one it answers, if it holds a call's output."""
+    if msg.role != "tool":  # the one role whose messages hold outputs
+        return None
+    results = msg.tool_results
+    return results[0].name if len(results) == 1 else None
+
+
+class _HeldItems:
+    """The messages a session holds, matched to the items ``set_items`` is given.
+
+    ``take`` gives each item a message not yet taken whose key is the item's (``_Key``), so
+    equal items keep their messages wherever the items around them moved. Equal items at the
+    head and at the tail of both lists are matched in place first; in between, an item takes
+    the first equal message after the one the previous match took, else the first, so repeated
+    items keep their order where they can (the store writes again a message moved past
+    others). ``lend_ids`` then gives an item without an id that matched nothing the id of the
+    message that held its place, when that one is also id-less and unmatched: an item edited
+    in place is a new version of the same message.
+    """
+
+    def __init__(self, msgs: list[Msg], held: list[_Key | None], keys: list[_Key | None]) -> None:
+        """``msgs``: the messages held, ``held`` their keys; ``keys``: the items' keys."""
+        self.msgs = msgs
+        new_end, old_end = len(keys), len(held)
+        head = 0
+        while head < min(new_end, old_end) and _same(keys[head], held[head]):
+            head += 1
+        while head < min(new_end, old_end) and _same(keys[new_end - 1], held[old_end - 1]):
+            new_end, old_end = new_end - 1, old_end - 1
+        # item position -> position of the message it took
+        self._taken = {i: i for i in range(head)}
+        self._taken.update(zip(range(new_end, len(keys)), range(old_end, len(held))))
+        self._waiting: dict[_Key, list[int]] = {}  # positions not taken yet, ascending
+        for index in range(head, old_end):
+            key = held[index]
+            if key is not None:
+                self._waiting.setdefault(key, []).append(index)
+        self._last = head - 1  # the position of the message the last match took
+
+    def take(self, position: int, key: _Key | None) -> Msg | None:
+        """The held message for the item at ``position`` (None: convert the item)."""
+        index = self._taken.get(position)
+        if index is not None:
+            return self.msgs[index]
+        waiting = self._waiting.get(key) if key is not None else None
+        if not waiting:
+            return None
+        after = bisect.bisect_right(waiting, self._last)
+        index = waiting.pop(after if after < len(waiting) else 0)
+        self._last = self._taken[position] = index
+        return self.msgs[index]
+
+    def lend_ids(self, new: list[Msg]) -> None:
+        """Give id-less items edited in place the ids of the messages they replace (``new``
+        is changed in place)."""
+        given = {msg.id for msg in new}
+        used = set(self._taken.values())
+        cursor = 0  # the held message after the one the last matched item took
+        for position, msg in enumerate(new):
+            taken = self._taken.get(position)
+            if taken is not None and new[position] is self.msgs[taken]:
+                cursor = taken + 1
+                continue
+            if cursor >= len(self.msgs) or cursor in used:
+                continue
+            replaced = self.msgs[cursor]
+            if _id_less(msg) and _id_less(replaced) and replaced.id not in given:
+                new[position] = msg.replace(id=replaced.id)
+                used.add(cursor)
+                cursor += 1
+
+
+def _same(key: _Key | None, held: _Key | None) -> bool:
+    return key is not None and key == held
+
+
+def _earlier_calls(items: list[Any], msgs: list[Msg]) -> dict[str, str]:
+    """The tools of the calls in ``msgs`` that outputs among ``items`` answer, when no call
+    before the output among ``items`` does (an output added after its call, by another
+    ``add_items``): the latest call with the output's ``call_id``, looked for from the end."""
+    called: set[Any] = set()
+    wanted: set[str] = set()
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        call_id, kind = item.get("call_id"), item.get("type")
+        if kind == "function_call":
+            called.add(call_id)
+        elif kind == "function_call_output" and isinstance(call_id, str) and call_id not in called:
+            wanted.add(call_id)
+    found: dict[str, str] = {}
+    for msg in reversed(msgs):
+        if not wanted:
+            break
+        for call in msg.tool_calls:
+            if call.id in wanted:
+                found[call.id] = call.name
+                wanted.discard(call.id)
+    return found
 
 
 def _item_hash(item: Any) -> bytes | None:

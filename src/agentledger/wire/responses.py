@@ -75,6 +75,7 @@ __all__ = [
     "RESPONSES_EXTRA_KEY",
     "RESPONSES_ID_PREFIX",
     "RESPONSES_ITEM_KEY",
+    "answered_tools",
     "from_item",
     "from_live_items",
     "from_responses",
@@ -105,6 +106,7 @@ def from_responses(
     ids: IdMode = "given",
     start: int = 0,
     known: Callable[[int, Mapping[str, Any]], Msg | None] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> list[Msg]:
     """One ``Msg`` per Responses input or output item, in order; the items are only read.
 
@@ -113,22 +115,43 @@ def from_responses(
     list) and its content, so the same item at the same place always gets the same id.
     ``known(position, item)`` may return the message an equal item was already converted to,
     which is then used as is (re-converting a long, mostly unchanged history costs only the
-    changed items).
+    changed items), unless the item is a call's output and the message names another tool than
+    the call this list gives it (the call was renamed since). ``names`` gives the tools of
+    calls made before these items, by call id, to name outputs whose call is not among them.
     """
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
-    names: dict[str, str] = {}
+    names = dict(names or {})
     out = []
     for index, item in enumerate(items, start):
         if not isinstance(item, Mapping):
             raise UserError(f"item {index} is a {type(item).__name__}, not a mapping")
         msg = known(index, item) if known is not None else None
+        if msg is not None and item.get("type") == _OUTPUT and _renamed(msg, item, names):
+            msg = None
         if msg is None:
             derive = partial(content_id, RESPONSES_ID_PREFIX, str(index), item)
             msg = from_item(item, index, names, derive if ids == "derived" else new_id)
         elif item.get("type") == _CALL and isinstance(item.get("call_id"), str):
             names[item["call_id"]] = str(item.get("name") or "")  # to name its result
         out.append(msg)
+    return out
+
+
+def answered_tools(
+    items: Iterable[Any], names: Mapping[str, str] | None = None
+) -> list[str | None]:
+    """For each item, the tool ``from_responses`` names a function_call_output after (its own
+    ``name``, else its call's before it in ``items`` or in ``names``, else ``""``); None for
+    every other item. Two equal outputs in two lists convert to the same message only when
+    they answer the same tool."""
+    names = dict(names or {})
+    out: list[str | None] = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind == _CALL and isinstance(item.get("call_id"), str):
+            names[item["call_id"]] = str(item.get("name") or "")
+        out.append(_answered_name(item, names) if kind == _OUTPUT else None)
     return out
 
 
@@ -226,10 +249,25 @@ def _output(item: Mapping[str, Any], where: str, names: dict[str, str]) -> ToolR
     call_id = item["call_id"]
     if not isinstance(call_id, str) or not call_id:
         raise UserError(f"{where}: a function_call_output needs a call_id")
-    name = item.get("name")
-    name = name if isinstance(name, str) and name else names.get(call_id, "")
     output = _blocks(item["output"], where)
+    name = _answered_name(item, names)
     return ToolResultBlock(id=call_id, name=name, output=output)  # type: ignore[arg-type]
+
+
+def _answered_name(item: Mapping[str, Any], names: dict[str, str]) -> str:
+    """The tool a function_call_output answers: its own ``name`` if it has one, else its
+    call's in this list (``""`` when the list has no such call)."""
+    name, call_id = item.get("name"), item.get("call_id")
+    if isinstance(name, str) and name:
+        return name
+    return names.get(call_id, "") if isinstance(call_id, str) else ""
+
+
+def _renamed(msg: Msg, item: Mapping[str, Any], names: dict[str, str]) -> bool:
+    """Whether ``msg``, made from output ``item`` in another list, names another tool than
+    ``item`` answers in this one."""
+    results = msg.tool_results
+    return len(results) != 1 or results[0].name != _answered_name(item, names)
 
 
 def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:

@@ -1,0 +1,289 @@
+"""``LedgerSession.set_items`` edits a history at the cost of what it changes, by any means.
+
+An item equal to one the session holds keeps that one's message wherever it moved, so a window
+that drops the oldest turn, an insert at the front, a delete in the middle or a summary in place
+of a prefix writes only the items that are new. The property below checks that against a small
+spec (equal items, counted as multisets, and a call output named after its call in its own
+list), on every way a session is changed, and checks that nothing is lost on the way: the
+session gives back exactly what it was given, a new session on the ledger too, and every
+earlier version stays as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentledger import Ledger, Msg, SaveReport
+from agentledger.integrations.openai_agents import LedgerSession
+from agentledger.wire.responses import to_responses
+
+_TEXT = st.sampled_from(["hi", "ok", "done", "a longer message about the weather"])
+_CALLS = st.sampled_from(["c1", "c2", "c3"])
+_TOOLS = st.sampled_from(["lookup", "search"])
+_ITEMS = st.one_of(
+    st.builds(lambda t: {"role": "user", "content": t}, _TEXT),  # no id, as the SDK adds input
+    st.builds(
+        lambda t, n: {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{n}",
+            "content": [{"type": "output_text", "text": t, "annotations": []}],
+        },
+        _TEXT,
+        st.integers(0, 3),
+    ),
+    st.builds(
+        lambda c, tool: {
+            "type": "function_call",
+            "id": f"fc_{c}",
+            "call_id": c,
+            "name": tool,
+            "arguments": "{}",
+        },
+        _CALLS,
+        _TOOLS,
+    ),
+    st.builds(
+        lambda c, t: {"type": "function_call_output", "call_id": c, "output": t}, _CALLS, _TEXT
+    ),
+)
+_AT = st.integers(0, 40)
+_EDITS = st.one_of(
+    st.tuples(st.just("add"), st.lists(_ITEMS, min_size=1, max_size=3)),
+    st.tuples(st.just("pop")),
+    st.tuples(st.just("drop_first"), st.integers(1, 3)),
+    st.tuples(st.just("insert"), _AT, _ITEMS),
+    st.tuples(st.just("delete"), _AT),
+    st.tuples(st.just("move"), _AT, _AT),
+    st.tuples(st.just("edit"), _AT, _TEXT),
+    st.tuples(st.just("summary"), _AT, _TEXT),
+    st.tuples(st.just("repeat"), _AT),
+    st.tuples(st.just("same")),
+)
+
+
+def _edited(items: list[dict[str, Any]], edit: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """``items`` after a ``set_items`` edit (a new list; the dicts are shared)."""
+    out = list(items)
+    at = edit[1] % len(out) if len(edit) > 1 and out and isinstance(edit[1], int) else 0
+    kind = edit[0]
+    if kind == "drop_first":
+        del out[: edit[1]]
+    elif kind == "insert":
+        out.insert(at, edit[2])
+    elif kind == "delete" and out:
+        del out[at]
+    elif kind == "move" and out:
+        out.insert(edit[2] % len(out), out.pop(at))
+    elif kind == "edit" and out:
+        item = out[at]
+        field = "output" if item.get("type") == "function_call_output" else "content"
+        if isinstance(item.get(field), str):
+            out[at] = {**item, field: item[field] + " " + edit[2]}
+    elif kind == "summary":
+        out[: at + 1] = [{"role": "user", "content": "summary: " + edit[2]}]
+    elif kind == "repeat" and out:
+        out.append(out[at])
+    return out
+
+
+def _keys(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each item as the spec tells items apart: its JSON, and for a call output the tool of
+    the call before it in the list with its ``call_id`` (``""`` if none)."""
+    names: dict[str, str] = {}
+    keys = []
+    for item in items:
+        if item.get("type") == "function_call":
+            names[item["call_id"]] = item["name"]
+        answered = names.get(item["call_id"], "") if "output" in item else ""
+        keys.append((json.dumps(item, sort_keys=True), answered))
+    return keys
+
+
+def _kept(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> int:
+    """How many items of ``new`` the session can keep from ``old``: equal items, as multisets."""
+    return sum((Counter(_keys(old)) & Counter(_keys(new))).values())
+
+
+def _in_order(held: list[Msg], stored: list[Msg]) -> bool:
+    """Whether the messages ``stored`` kept from ``held`` are in the order they were."""
+    where = {m.digest: i for i, m in enumerate(held)}
+    kept = [where[m.digest] for m in stored if m.digest in where]
+    return kept == sorted(kept) and len(set(kept)) == len(kept)
+
+
+async def _check_edits(start: list[dict[str, Any]], edits: list[tuple[Any, ...]]) -> None:
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        model: list[dict[str, Any]] = []
+        versions: dict[int, list[dict[str, Any]]] = {}
+        for edit in [("add", start) if start else ("same",), *edits]:
+            before = ledger.version("s")
+            if edit[0] == "add":
+                await session.add_items(edit[1])
+                new = [*model, *edit[1]]
+            elif edit[0] == "pop":
+                popped = await session.pop_item()
+                assert popped == (model[-1] if model else None)
+                new = model[:-1]
+            else:
+                new = _edited(model, edit)
+                await session.set_items(new)
+                if new == model:
+                    assert ledger.version("s") == before  # nothing changed, nothing written
+                elif ledger.version("s") != before:
+                    kept = _kept(model, new)
+                    held = ledger.messages("s", version=before) if before else []
+                    stored = ledger.messages("s")
+                    was = Counter(m.digest for m in held)
+                    assert sum((was & Counter(m.digest for m in stored)).values()) == kept
+                    report = ledger.history("s")[-1]
+                    if _in_order(held, stored):  # else the store writes again what moved
+                        assert report.appended + report.replaced == len(new) - kept
+            model = new
+            versions[ledger.version("s")] = model
+            assert await session.get_items() == model
+            stored = ledger.messages("s")
+            given = [m.id for m, item in zip(stored, model, strict=True) if "id" not in item]
+            assert len(set(given)) == len(given)  # ids given to id-less items are unique
+            assert not set(given) & {item["id"] for item in model if "id" in item}
+        assert await LedgerSession("s", ledger).get_items() == model
+        for version, items in versions.items():
+            if version:
+                assert to_responses(ledger.messages("s", version=version)) == items
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ITEMS, max_size=12), st.lists(_EDITS, min_size=1, max_size=12))
+def test_set_items_writes_only_the_items_it_cannot_keep(
+    start: list[dict[str, Any]], edits: list[tuple[Any, ...]]
+) -> None:
+    asyncio.run(_check_edits(start, edits))
+
+
+def _turns(n: int) -> list[dict[str, Any]]:
+    """``n`` items of agent turns, ~400 bytes each: input and tool outputs carry no id."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        pad = f" {i} " + "x" * 400
+        out.append(
+            [
+                {"role": "user", "content": "question" + pad},
+                {
+                    "type": "function_call",
+                    "id": f"fc_{i}",
+                    "call_id": f"c{i}",
+                    "name": "f",
+                    "arguments": "{}",
+                },
+                {"type": "function_call_output", "call_id": f"c{i - 1}", "output": "result" + pad},
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": f"msg_{i}",
+                    "content": [{"type": "output_text", "text": "answer" + pad, "annotations": []}],
+                },
+            ][i % 4]
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    "shift",
+    [
+        pytest.param(lambda items: [*items[1:], {"role": "user", "content": "next"}], id="window"),
+        pytest.param(lambda items: [{"role": "user", "content": "first"}, *items], id="front"),
+        pytest.param(lambda items: [*items[:200], *items[201:]], id="delete"),
+        pytest.param(
+            lambda items: [{"role": "user", "content": "summary"}, *items[300:]], id="summary"
+        ),
+    ],
+)
+@pytest.mark.parametrize("fresh", [False, True], ids=["same-session", "new-session"])
+async def test_a_shift_writes_only_what_it_adds(
+    shift: Any, fresh: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shifts of a long history through ``set_items`` write under 1 KB, as an append does,
+    whether the session made the history or a new session (another request) edits it."""
+    url = f"sqlite:///{tmp_path / 'shift.db'}"
+    items = _turns(400)
+    with Ledger(url) as ledger, Ledger(url) as other:
+        session = LedgerSession("s", ledger)
+        await session.add_items(items)
+        editor = LedgerSession("s", other) if fresh else session
+        reports: list[SaveReport] = []
+        save = editor.ledger.save
+
+        def saving(*args: Any, **kwargs: Any) -> SaveReport:
+            reports.append(save(*args, **kwargs))
+            return reports[-1]
+
+        monkeypatch.setattr(editor.ledger, "save", saving)
+        await editor.set_items(shift(items))
+        ((report,),) = [reports]
+        assert report.version == 2 and report.bytes_written < 1024
+        assert await LedgerSession("s", ledger).get_items() == shift(items)
+        assert to_responses(ledger.messages("s", version=1)) == items
+
+
+async def test_an_edited_item_without_an_id_keeps_its_id_after_a_shift() -> None:
+    """An output shortened in the same call that drops the oldest turn is a new version of the
+    same message: one row replaced, its id kept."""
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        items = _turns(12)
+        await session.add_items(items)
+        ids = [m.id for m in ledger.messages("s")]
+        edited = [*items[1:6], {**items[6], "output": "short"}, *items[7:]]
+        await session.set_items(edited)
+        report = ledger.history("s")[-1]
+        assert (report.appended, report.replaced, report.truncated) == (0, 1, 1)
+        assert [m.id for m in ledger.messages("s")] == ids[1:]
+
+
+async def test_an_output_is_named_after_its_call_in_the_new_list() -> None:
+    """An output kept as it was, whose call was renamed, is written again: its message names
+    the tool the new list's call names (which other formats send with a result)."""
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "c1",
+        "name": "grep",
+        "arguments": "{}",
+    }
+    output = {"type": "function_call_output", "call_id": "c1", "output": "3 lines"}
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        await session.add_items([call, output])
+        await session.set_items([{**call, "name": "find"}, output])
+        assert [r.name for r in ledger.messages("s")[1].tool_results] == ["find"]
+        await session.set_items([output])  # the call gone: the output answers no tool here
+        assert [r.name for r in ledger.messages("s")[0].tool_results] == [""]
+
+
+async def test_an_output_added_after_its_call_is_named_after_it() -> None:
+    """The SDK may add a call and its output in different ``add_items`` (a run paused for an
+    approval): the output is still named after the call the session holds."""
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "c1",
+        "name": "grep",
+        "arguments": "{}",
+    }
+    output = {"type": "function_call_output", "call_id": "c1", "output": "3 lines"}
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        await session.add_items([call, {"role": "user", "content": "approve"}])
+        await LedgerSession("s", ledger).add_items([output])
+        assert [r.name for r in ledger.messages("s")[2].tool_results] == ["grep"]
