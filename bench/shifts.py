@@ -16,7 +16,8 @@ tool result, answer):
   assistant message of the workload stands in for it). Once per size, on its fresh session.
 
 Each system persists the shifted list the way its users would (``API``): agentledger saves the
-list; the JSON file is rewritten; the Agents SDK's ``SQLiteSession`` has no call but
+list, and its ``LedgerSession`` (an Agents SDK session) takes it through ``set_items``; the JSON
+file is rewritten; the Agents SDK's ``SQLiteSession`` has no call but
 ``clear_session`` + ``add_items``; hermes has ``replace_messages``; LangGraph gets the edit as
 ``RemoveMessage`` updates through ``graph.update_state``; the Agents SDK's ``SQLAlchemySession``
 and LangGraph's ``PostgresSaver`` do the same on the Postgres server agentledger's Postgres store
@@ -80,6 +81,7 @@ SYSTEMS = (
     "agentledger-sqlite-full",
     "agentledger-jsonl",
     "agentledger-postgres",
+    "openai-agents-ledger",
     "json-file",
     "openai-agents",
     "hermes",
@@ -90,6 +92,8 @@ SYSTEMS = (
 )
 API = {
     "agentledger": "`ledger.save(session, shifted)` (the planner aligns the lists by digest)",
+    "openai-agents-ledger": "`await session.set_items(shifted)` (an item equal to one the "
+    "session holds keeps its row, ids or not)",
     "json-file": "`json.dumps` of the shifted list to a temp file + `os.replace`",
     "openai-agents": "`await session.clear_session()`; `await session.add_items(shifted)`",
     "hermes": "`SessionDB.replace_messages(session, shifted)` (deletes every row, inserts all)",
@@ -113,6 +117,11 @@ def _api_key(name: str) -> str:
     if name.startswith("agentledger"):
         return "agentledger"
     return name.removesuffix("-delta").removesuffix("-postgres")
+
+
+def _ours(name: str) -> bool:
+    """Whether a system is agentledger's: a store, or ``LedgerSession`` on one."""
+    return name.startswith("agentledger") or name == "openai-agents-ledger"
 
 
 def _on_postgres(name: str) -> bool:
@@ -149,7 +158,9 @@ def _persist(system: Any, handle: Any, kind: str, old: list[Any], new: list[Any]
     key = _api_key(system.name)
     if key == "agentledger":
         return handle.save(SESSION, new).bytes_written
-    if key == "json-file":
+    if key == "openai-agents-ledger":
+        system._run(handle.set_items(new))
+    elif key == "json-file":
         system._write(handle, new)
     elif key == "openai-agents":
 
@@ -374,12 +385,10 @@ def targets(results: Any, n: int) -> list[dict[str, Any]]:
         peers = [
             (rec["seconds"], name)
             for name in results
-            if not name.startswith("agentledger")
-            and (rec := _scen(results, name, n, kind))
-            and rec["ok"]
+            if not _ours(name) and (rec := _scen(results, name, n, kind)) and rec["ok"]
         ]
         same_server = [p for p in peers if _on_postgres(p[1])]
-        for name in (s for s in results if s.startswith("agentledger")):
+        for name in (s for s in results if _ours(s)):
             rec = _scen(results, name, n, kind)
             out.append(_target(kind, name, rec, min(peers) if peers else None, "every peer"))
             if _on_postgres(name) and same_server:

@@ -164,8 +164,9 @@ def test_the_shifts_run_every_shift_and_write_their_section(tmp_path: Path) -> N
     a slide or a summary saves about one message on agentledger, the whole file on the other."""
     from bench import shifts
 
-    results, doc = _shifts(["agentledger-sqlite", "json-file"], tmp_path)
-    for name in ("agentledger-sqlite", "json-file"):
+    systems = ["agentledger-sqlite", "openai-agents-ledger", "json-file"]
+    results, doc = _shifts(systems, tmp_path)
+    for name in systems:
         got = results[name]["40"]["scenarios"]
         assert set(got) == set(shifts.SCENARIOS)
         assert all(rec["ok"] for rec in got.values()), got
@@ -173,10 +174,16 @@ def test_the_shifts_run_every_shift_and_write_their_section(tmp_path: Path) -> N
     assert 0 < ours["slide"]["logical"] < 5_000 and ours["delete"]["logical"] == 0
     assert ours["slide"]["growth"] > 0  # the WAL frames of one save
     assert theirs["scenarios"]["slide"]["wchar"] > 39 * 1_000  # every message rewritten
+    # LedgerSession.set_items: the items without ids (inputs, tool outputs) keep their rows too
+    session = results["openai-agents-ledger"]["40"]["scenarios"]
+    for kind in ("slide", "front", "delete"):
+        assert session[kind]["growth"] <= 1.5 * ours[kind]["growth"], (kind, session, ours)
     assert doc.startswith("# Benchmarks\n\n## Context management (issue 14)\n\nkept\n")
     assert "\n## Shifts (issue 17)\n" in doc and "### Targets (issue 17), at 40 messages" in doc
     rows = shifts.targets({n: {int(s): r for s, r in by.items()} for n, by in results.items()}, 40)
-    assert {r["scenario"] for r in rows} == set(shifts.SCENARIOS)
+    assert {(r["scenario"], r["system"]) for r in rows} == {
+        (kind, name) for kind in shifts.SCENARIOS for name in systems[:2]
+    }
     assert all(r["peer"] == "json-file" and r["written"] for r in rows)
 
 
