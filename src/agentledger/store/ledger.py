@@ -48,6 +48,7 @@ from agentledger.store.base import (
     searchable_text,
 )
 from agentledger.store.cursor import check_page
+from agentledger.store.head_cache import HeadCache
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice_into
@@ -171,13 +172,15 @@ class Ledger:
     instance is accepted too (and left open by ``close``, since the caller owns it). ``tenant`` is
     the default for every call that does not name one.
 
-    The ledger remembers, for the ``cached_sessions`` sessions it used most recently, what it
-    last committed or loaded (digests and the ``Msg`` objects), which is what makes the next
-    save of such a session cheap, and the next load of its latest version too: while the
-    stored session is still at the life and version remembered (one stamp read says so), a
-    load hands out those messages instead of fetching and decoding them again. A session it
-    has forgotten is read back from the store: memory stays bounded however many sessions one
-    ledger serves.
+    The ledger remembers, for the sessions it used most recently, what it last committed or
+    loaded (digests and the ``Msg`` objects), which is what makes the next save of such a
+    session cheap, and the next load of its latest version too: while the stored session is
+    still at the life and version remembered (one stamp read says so), a load hands out those
+    messages instead of fetching and decoding them again. It remembers at most
+    ``cached_sessions`` sessions and about ``cached_bytes`` of them (estimated, see
+    ``head_cache``; the session used last is kept whatever its size). A session it has
+    forgotten is read back from the store: memory stays bounded however many sessions, and
+    however long, one ledger serves.
     """
 
     def __init__(
@@ -186,13 +189,12 @@ class Ledger:
         *,
         tenant: str = DEFAULT_TENANT,
         cached_sessions: int = 64,
+        cached_bytes: int = 256 * 2**20,
     ) -> None:
-        if cached_sessions < 1:
-            raise UserError("cached_sessions must be at least 1")
+        self._heads = HeadCache(cached_sessions, cached_bytes)
         self.tenant = check_id(tenant, "tenant id")
         self._owns_store = not isinstance(url, Store)
         self.store: Store = url if isinstance(url, Store) else open_store(url)
-        self._heads: OrderedDict[SessionKey, Head] = OrderedDict()
         self._converters: OrderedDict[tuple[SessionKey, str], LiveConverter] = OrderedDict()
         self._cached_sessions = cached_sessions
         self._guard = threading.Lock()
@@ -241,21 +243,13 @@ class Ledger:
         ):
             return cached
         head = self.store.read_head(key) or Head(0, {}, {}, raw_values={})  # none: all known
-        self._keep(key, head)
-        return head
-
-    def _keep(self, key: SessionKey, head: Head) -> None:
-        """Cache ``head`` as the most recently used; forget the least recently used beyond
-        ``cached_sessions``."""
         with self._guard:
-            self._heads[key] = head
-            self._heads.move_to_end(key)
-            while len(self._heads) > self._cached_sessions:
-                self._heads.popitem(last=False)
+            self._heads.kept(key, head)
+        return head
 
     def _forget(self, key: SessionKey) -> None:
         with self._guard:
-            self._heads.pop(key, None)
+            self._heads.forget(key)
 
     # -- reading -------------------------------------------------------------------------
     def load(
@@ -296,24 +290,23 @@ class Ledger:
         for name in walked:
             decode_deferred(state.lists[name])
         if version is None:
-            self._keep(
-                key,
-                Head(
-                    stored.version,
-                    {name: list(rows.digests) for name, rows in stored.lists.items()},
-                    {name: digest_of(raw) for name, raw in stored.values.items()},
-                    stored.incarnation,
-                    {name: list(msgs) for name, msgs in state.lists.items()},
-                    ranks={
-                        name: list(rows.ranks)
-                        for name, rows in stored.lists.items()
-                        if rows.ranks is not None
-                    },
-                    floors=dict(stored.floors),
-                    raw_values=dict(stored.values),
-                    decoded=walked,
-                ),
+            head = Head(
+                stored.version,
+                {name: list(rows.digests) for name, rows in stored.lists.items()},
+                {name: digest_of(raw) for name, raw in stored.values.items()},
+                stored.incarnation,
+                {name: list(msgs) for name, msgs in state.lists.items()},
+                ranks={
+                    name: list(rows.ranks)
+                    for name, rows in stored.lists.items()
+                    if rows.ranks is not None
+                },
+                floors=dict(stored.floors),
+                raw_values=dict(stored.values),
+                decoded=walked,
             )
+            with self._guard:
+                self._heads.loaded(key, head, stored)
         return state
 
     def _remembered(self, key: SessionKey, decode: bool | str = False) -> SessionState | None:
@@ -555,7 +548,8 @@ class Ledger:
                     # the lists are equal to what is committed: remember them as messages
                     head.messages.update(planned.snapshots)
                     head.decoded.difference_update(planned.snapshots)
-                    self._keep(key, head)
+                    with self._guard:
+                        self._heads.kept(key, head)
                     self._mark_tracked(key, planned, head)
                     return SaveReport(version=head.version, noop=True)
                 try:
@@ -728,7 +722,10 @@ class Ledger:
         head = replace(
             head, version=plan.version, incarnation=incarnation, title_at=planned.title_at
         )
-        self._keep(key, head)
+        written = sum(len(w.puts) for w in plan.lists)
+        body = sum(len(row.body) for w in plan.lists for _, row in w.puts)
+        with self._guard:
+            self._heads.committed(key, head, written, body)
         return head
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
