@@ -161,3 +161,22 @@ def test_bounds_that_cannot_hold_are_refused() -> None:
         Ledger("memory://", cached_bytes=-1)
     with pytest.raises(UserError, match="cached_sessions"):
         Ledger("memory://", cached_sessions=0)
+
+
+def test_the_lists_sync_converts_are_remembered_within_the_byte_budget_too() -> None:
+    def chat(tag: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": f"{tag}{i}" + "x" * 1_000} for i in range(200)]
+
+    lists = {name: chat(name) for name in "abcd"}
+    probe = Ledger("memory://")
+    probe.sync("probe", chat("p"))
+    one_list = next(iter(probe._converters.values())).weight
+    assert one_list >= 1.5 * 200 * 1_000  # its dicts fingerprinted one by one and in chunks
+    ledger = Ledger("memory://", cached_bytes=int(2.5 * one_list))
+    for name, dicts in lists.items():
+        ledger.sync(name, dicts)
+    assert [key.session for key, _ in ledger._converters] == ["c", "d"]
+    lists["a"].append({"role": "assistant", "content": "more"})
+    report = ledger.sync("a", lists["a"])  # converted again from scratch, same ids
+    assert (report.appended, report.replaced, report.truncated) == (1, 0, 0)
+    assert [key.session for key, _ in ledger._converters] == ["d", "a"]

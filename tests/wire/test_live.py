@@ -104,14 +104,28 @@ def _outcome(convert: Any, live: list[Any]) -> Any:
     return [(m, m.digest) for m in msgs]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_DICTS, max_size=12), st.lists(_OPS, min_size=1, max_size=25))
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_DICTS, max_size=12),
+    st.lists(_OPS, min_size=1, max_size=25),
+    st.sampled_from([1, 2, 3, 5, 64]),
+)
 def test_a_list_converted_again_converts_as_a_fresh_converter_converts_it(
-    start: list[Any], ops: list[tuple[Any, ...]]
+    start: list[Any], ops: list[tuple[Any, ...]], chunk: int
 ) -> None:
     """Whatever was done to the list and its dicts between calls (in place included, to
     values that compare equal but are not: ``1``, ``True``, ``1.0``), the converter that saw
-    every earlier version converts it exactly as one that sees it for the first time."""
+    every earlier version converts it exactly as one that sees it for the first time, however
+    many dicts it fingerprints at once."""
+    real_chunk = live_module._CHUNK
+    live_module._CHUNK = chunk
+    try:
+        _convert_again(start, ops)
+    finally:
+        live_module._CHUNK = real_chunk
+
+
+def _convert_again(start: list[Any], ops: list[tuple[Any, ...]]) -> None:
     shared = LiveConverter()
     live = copy.deepcopy(start)
     assert _outcome(shared.convert, live) == _outcome(LiveConverter().convert, live)
@@ -147,6 +161,35 @@ def test_converting_again_converts_only_what_changed(monkeypatch: pytest.MonkeyP
     live[50]["content"] = "edited in place"
     converter.convert(live)
     assert converted == [live[50]]  # found by content, not by the object it was
+
+
+def test_converting_again_pickles_dicts_one_by_one_only_from_where_it_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pickled: list[Any] = []
+    real = live_module._pickled
+
+    def counting(x: Any) -> bytes:
+        pickled.append(x)
+        return real(x)
+
+    monkeypatch.setattr(live_module, "_pickled", counting)
+    chunk = live_module._CHUNK
+    live = [{"role": "user", "content": f"m{i}"} for i in range(20 * chunk + 5)]
+    converter = LiveConverter()
+    converter.convert(live)
+    pickled.clear()
+    live.append({"role": "assistant", "content": "new"})
+    converter.convert(live)
+    one_by_one = [x for x in pickled if isinstance(x, dict)]
+    assert len(one_by_one) == 6  # the dicts after the last full chunk: 5 and the new one
+    assert len(pickled) - len(one_by_one) <= 20 + 1  # each full chunk once, one more at most
+    pickled.clear()
+    live[10 * chunk + 3]["content"] = "edited in place"
+    assert converter.convert(live)[10 * chunk + 3].text == "edited in place"
+    assert len([x for x in pickled if isinstance(x, dict)]) == 10 * chunk + 6
+    shifted = live[chunk + 1 :]  # no chunk lines up with the last list's
+    assert converter.convert(shifted) == LiveConverter().convert(shifted)
 
 
 def test_a_dict_pickle_refuses_is_converted_every_time() -> None:

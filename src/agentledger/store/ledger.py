@@ -781,13 +781,15 @@ class Ledger:
         A dict without an id gets one from its content and occurrence, not its position, so
         dropping, inserting or summarising messages writes only what was added. The ledger
         remembers what it converted for the lists it synced last (as many as
-        ``cached_sessions``): a dict that converts to the same message is not converted again
-        (``wire.live``).
+        ``cached_sessions``, and about ``cached_bytes`` of them): a dict that converts to the
+        same message is not converted again (``wire.live``).
         """
         from agentledger.store.transfer import as_messages
 
         converter = self._converter(self.key(session, tenant), name)
-        return self.save(session, as_messages(messages, converter), name=name, tenant=tenant)
+        converted = as_messages(messages, converter)
+        self._trim_converters()
+        return self.save(session, converted, name=name, tenant=tenant)
 
     def _converter(self, key: SessionKey, name: str) -> LiveConverter:
         """The ``LiveConverter`` of list ``name`` of session ``key`` (made on first use; the
@@ -800,6 +802,14 @@ class Ledger:
             while len(self._converters) > self._cached_sessions:
                 self._converters.popitem(last=False)
             return found
+
+    def _trim_converters(self) -> None:
+        """Forget the least recently used converters while they hold more than
+        ``cached_bytes`` (the one used last stays)."""
+        with self._guard:
+            held = sum(c.weight for c in self._converters.values())
+            while held > self._heads.max_bytes and len(self._converters) > 1:
+                held -= self._converters.popitem(last=False)[1].weight
 
     def import_openai(
         self,

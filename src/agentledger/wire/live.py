@@ -19,12 +19,22 @@ What decides a dict's message, and so the key it is remembered by:
 Nothing is decided by object identity, and nothing is trusted that the fingerprint does not
 show: a list rebuilt from scratch, copied, or edited in place converts to exactly the messages
 ``from_live_items`` makes of it (a property test checks this). What it saves is the conversion:
-each dict is still pickled on every call (about 2 ms per 1,000 chat messages here), and the
-messages reused are the very objects the ledger saved last, which its planner compares by
-identity. Because ids follow content and occurrence, not position, a list whose oldest
-messages were dropped or summarised, or that had one inserted at the front, converts to the
-messages it held, and a save writes what was added. The price is memory: a converter keeps the
-pickles of its list's dicts, about the size of the list's JSON.
+each dict is still fingerprinted on every call, and the messages reused are the very objects
+the ledger saved last, which its planner compares by identity. Because ids follow content and
+occurrence, not position, a list whose oldest messages were dropped or summarised, or that had
+one inserted at the front, converts to the messages it held, and a save writes what was added.
+
+Dicts are pickled ``_CHUNK`` at a time first (one pickle of 64 dicts costs about half what 64
+pickles do): the leading chunks whose pickle equals the last call's hold equal dicts, each with
+the fingerprint it had then (a pickle records the whole graph of its objects, so equal pickles
+of two chunks are equal pickles of each of their dicts); only the dicts from the first chunk
+that differs are pickled one by one. What is counted over the unchanged items (occurrences of
+each content, the names of the calls made) is carried from the last call, less what it
+dropped, not counted again. After a shift no chunk lines up with the last call's, so a list
+whose start changed is not pickled in chunks until a call keeps its start again.
+
+The price is memory: a converter keeps the pickles of its list's dicts and of its chunks, about
+twice the size of the list's JSON (``weight``).
 """
 
 from __future__ import annotations
@@ -54,6 +64,8 @@ _Key = tuple[bytes, int, str | None, str | None]
 _Calls = tuple[tuple[str, str], ...]
 #: Items compared at once when looking for where a list stopped being what it was.
 _RUN = 256
+#: Dicts pickled at once when looking for where a list stopped being what it was.
+_CHUNK = 64
 
 _pickled = partial(pickle.dumps, protocol=5)
 
@@ -68,7 +80,20 @@ class LiveConverter:
     appended); each item after it finds its message by what decides it (``_Key``).
     """
 
-    __slots__ = ("_calls", "_entries", "_facts", "_keys", "_lock", "_made", "_marks", "_out")
+    __slots__ = (
+        "_calls",
+        "_chunks",
+        "_entries",
+        "_facts",
+        "_keys",
+        "_lock",
+        "_made",
+        "_marks",
+        "_names",
+        "_out",
+        "_seen",
+        "_weight",
+    )
 
     def __init__(self) -> None:
         # per item of the last call's list:
@@ -77,6 +102,13 @@ class LiveConverter:
         self._keys: list[bytes | None] = []  # content key of its derived id
         self._calls: list[_Calls] = []  # the calls it makes
         self._entries: list[_Key | None] = []  # where ``_made`` has it
+        # per full chunk of the last call's list: its pickle (None: never equal, see ``_chunk``)
+        self._chunks: list[bytes | None] = []
+        # over the whole of the last call's list: occurrences of each content key, and the tool
+        # name of each call id (the last call to use it)
+        self._seen: Mapping[bytes, int] = {}
+        self._names: dict[str, str] = {}
+        self._weight = 0
         # by fingerprint, from the calls so far (pruned to the last call's list when large):
         self._facts: dict[bytes, _Facts] = {}
         self._made: dict[_Key, tuple[Msg, _Calls]] = {}
@@ -88,16 +120,23 @@ class LiveConverter:
         with self._lock:
             return self._convert(items)
 
+    @property
+    def weight(self) -> int:
+        """About how many bytes this converter holds (the fingerprints of its list)."""
+        return self._weight
+
     def _convert(self, items: list[Msg | Mapping[str, Any]]) -> list[Msg]:
-        marks = _marks(items)
-        same = _common_prefix(marks, self._marks)
+        chunks = _equal_chunks(items, self._chunks)
+        base = len(chunks) * _CHUNK
+        marks = self._marks[:base] + _marks(items[base:])
+        same = base + _common_prefix(marks[base:], self._marks[base:])
+        # the last list's start kept (an append, an edit near the end): likely so next call too,
+        # so fingerprint this list's chunks for it (not after a shift, where none would match)
+        chunk_all = 2 * same >= len(self._marks)
         out, keys, calls = self._out[:same], self._keys[:same], self._calls[:same]
         entries = self._entries[:same]
-        occurrences = Occurrences(Counter(key for key in keys if key is not None))
-        names: dict[str, str] = {}  # call id -> tool name, over the list so far
-        for made in calls:
-            if made:
-                names.update(made)
+        occurrences = Occurrences(self._seen_before(same))
+        names = self._names_before(same)  # call id -> tool name, over the list so far
         for index in range(same, len(items)):
             x, mark = items[index], marks[index]
             entry: _Key | None = None
@@ -120,9 +159,41 @@ class LiveConverter:
             calls,
             entries,
         )
+        if chunk_all:
+            chunks += _chunk_marks(items, len(chunks))
+        self._chunks, self._seen, self._names = chunks, occurrences.seen, names
+        tail = marks[len(chunks) * _CHUNK :]
+        self._weight = 2 * sum(len(c) for c in chunks if c is not None) + sum(
+            len(m) for m in tail if isinstance(m, bytes)
+        )
         if len(self._made) > 2 * len(items) + _RUN:
             self._prune()
         return list(out)
+
+    def _seen_before(self, same: int) -> Mapping[bytes, int]:
+        """How many of the last list's first ``same`` items took each content key: its
+        counts less those of the items after them (counted afresh when those are most)."""
+        dropped = self._keys[same:]
+        if len(dropped) > same:
+            return Counter(key for key in self._keys[:same] if key is not None)
+        seen = dict(self._seen)
+        for key in dropped:
+            if key is not None:
+                left = seen.pop(key) - 1
+                if left:
+                    seen[key] = left
+        return seen
+
+    def _names_before(self, same: int) -> dict[str, str]:
+        """The tool name of each call id made by the last list's first ``same`` items (the
+        last call to use an id names it)."""
+        if not any(self._calls[same:]):  # the items after them made no calls
+            return dict(self._names)
+        names: dict[str, str] = {}
+        for made in self._calls[:same]:
+            if made:
+                names.update(made)
+        return names
 
     def _message(
         self,
@@ -191,6 +262,37 @@ def _mark(x: Any) -> Any:
         return _pickled(x)
     except Exception:  # any object pickle refuses
         return object()
+
+
+def _chunk(items: Sequence[Any]) -> bytes | None:
+    """One pickle of a run of dicts; None, equal to nothing, for a run holding a message (a
+    ``Msg`` is compared by content, not pickled) or one pickle refuses."""
+    if any(issubclass(kind, Msg) for kind in set(map(type, items))):
+        return None
+    try:
+        return _pickled(items)
+    except Exception:  # any object pickle refuses
+        return None
+
+
+def _equal_chunks(items: Sequence[Any], old: list[bytes | None]) -> list[bytes | None]:
+    """The pickles of the leading full chunks of ``items`` that equal the last list's."""
+    equal: list[bytes | None] = []
+    for index, was in enumerate(old):
+        end = (index + 1) * _CHUNK
+        if was is None or end > len(items):
+            break
+        mark = _chunk(items[end - _CHUNK : end])
+        if mark != was:
+            break
+        equal.append(mark)
+    return equal
+
+
+def _chunk_marks(items: Sequence[Any], first: int) -> list[bytes | None]:
+    """The pickles of the full chunks of ``items`` from chunk ``first`` on."""
+    starts = range(first * _CHUNK, len(items) - _CHUNK + 1, _CHUNK)
+    return [_chunk(items[start : start + _CHUNK]) for start in starts]
 
 
 def _common_prefix(new: list[Any], old: list[Any]) -> int:

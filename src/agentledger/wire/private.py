@@ -239,6 +239,12 @@ class Occurrences:
         self._seen[key] = n + 1
         return n
 
+    @property
+    def seen(self) -> Mapping[bytes, int]:
+        """How many dicts of each content were counted so far (not a copy: read it, and make
+        a new ``Occurrences`` from it, but do not change it)."""
+        return self._seen
+
     def next_of(self, key: bytes) -> int:
         """Which occurrence of the content ``key`` the next dict would be (not counted)."""
         return self._seen.get(key, 0)
