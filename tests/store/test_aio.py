@@ -275,3 +275,17 @@ def test_a_list_is_no_longer_known_decoded_once_a_deferred_message_is_put_or_rem
     assert advanced(decoded, snapshot=False) == {"context"}
     assert advanced(deferred, snapshot=False) == set()
     assert advanced(decoded, snapshot=True) == set()
+
+
+def test_an_async_ledger_takes_the_ledgers_settings_or_shares_one() -> None:
+    from agentledger.errors import UserError
+
+    made = AsyncLedger("memory://", tenant="acme", cached_sessions=3, cached_bytes=1_000)
+    assert made.sync.tenant == "acme"
+    assert (made.sync._heads.max_sessions, made.sync._heads.max_bytes) == (3, 1_000)
+    shared = Ledger("memory://", cached_sessions=2)
+    assert AsyncLedger(shared).sync is shared
+    with pytest.raises(UserError, match="Ledger's settings"):
+        AsyncLedger(shared, cached_bytes=1)
+    with pytest.raises(UserError, match="cached_bytes"):
+        AsyncLedger("memory://", cached_bytes=-1)

@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
-from agentledger.errors import SessionBusyError
+from agentledger.errors import SessionBusyError, UserError
 from agentledger.messages import Msg
 from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo, check_wait
+from agentledger.store.head_cache import DEFAULT_BYTES, DEFAULT_SESSIONS
 from agentledger.store.ids import DEFAULT_TENANT, check_list_name
 from agentledger.store.ledger import Ledger
 from agentledger.store.state import CONTEXT, SaveReport, SessionState
@@ -28,8 +29,25 @@ __all__ = ["AsyncLedger"]
 class AsyncLedger:
     """The async twin of ``Ledger``: the same methods, awaited. ``.sync`` is the sync ledger."""
 
-    def __init__(self, url: str | Store | Ledger | None = None, *, tenant: str = DEFAULT_TENANT):
-        self.sync = url if isinstance(url, Ledger) else Ledger(url, tenant=tenant)
+    def __init__(
+        self,
+        url: str | Store | Ledger | None = None,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        cached_sessions: int = DEFAULT_SESSIONS,
+        cached_bytes: int = DEFAULT_BYTES,
+    ):
+        """``url`` and the other arguments as for ``Ledger``; or a ``Ledger`` to share, used
+        as it was made (the other arguments must then be left as they are)."""
+        if isinstance(url, Ledger):
+            given = (tenant, cached_sessions, cached_bytes)
+            if given != (DEFAULT_TENANT, DEFAULT_SESSIONS, DEFAULT_BYTES):
+                raise UserError("an AsyncLedger over a Ledger uses that Ledger's settings")
+            self.sync = url
+        else:
+            self.sync = Ledger(
+                url, tenant=tenant, cached_sessions=cached_sessions, cached_bytes=cached_bytes
+            )
 
     @property
     def store(self) -> Store:

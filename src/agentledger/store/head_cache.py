@@ -30,7 +30,18 @@ from dataclasses import dataclass
 from agentledger.errors import UserError
 from agentledger.store.base import Head, SessionKey, StoredState
 
-__all__ = ["DEFAULT_BODY", "PER_DIGEST", "PER_MESSAGE", "HeadCache"]
+__all__ = [
+    "DEFAULT_BODY",
+    "DEFAULT_BYTES",
+    "DEFAULT_SESSIONS",
+    "PER_DIGEST",
+    "PER_MESSAGE",
+    "HeadCache",
+]
+
+#: A ledger's default bounds: how many sessions it remembers, and about how many bytes of them.
+DEFAULT_SESSIONS = 64
+DEFAULT_BYTES = 256 * 2**20
 
 #: Bytes a remembered message costs beyond its body.
 PER_MESSAGE = 400

@@ -48,7 +48,7 @@ from agentledger.store.base import (
     searchable_text,
 )
 from agentledger.store.cursor import check_page
-from agentledger.store.head_cache import HeadCache
+from agentledger.store.head_cache import DEFAULT_BYTES, DEFAULT_SESSIONS, HeadCache
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice_into
@@ -188,8 +188,8 @@ class Ledger:
         url: str | Store | None = None,
         *,
         tenant: str = DEFAULT_TENANT,
-        cached_sessions: int = 64,
-        cached_bytes: int = 256 * 2**20,
+        cached_sessions: int = DEFAULT_SESSIONS,
+        cached_bytes: int = DEFAULT_BYTES,
     ) -> None:
         self._heads = HeadCache(cached_sessions, cached_bytes)
         self.tenant = check_id(tenant, "tenant id")
