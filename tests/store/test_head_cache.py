@@ -161,6 +161,9 @@ def test_bounds_that_cannot_hold_are_refused() -> None:
         Ledger("memory://", cached_bytes=-1)
     with pytest.raises(UserError, match="cached_sessions"):
         Ledger("memory://", cached_sessions=0)
+    for wrong in ("1GB", 1.5, True, None, 2**70):
+        with pytest.raises(UserError, match="cached_bytes"):
+            Ledger("memory://", cached_bytes=wrong)  # type: ignore[arg-type]
 
 
 def test_the_lists_sync_converts_are_remembered_within_the_byte_budget_too() -> None:
@@ -180,3 +183,10 @@ def test_the_lists_sync_converts_are_remembered_within_the_byte_budget_too() -> 
     report = ledger.sync("a", lists["a"])  # converted again from scratch, same ids
     assert (report.appended, report.replaced, report.truncated) == (1, 0, 0)
     assert [key.session for key, _ in ledger._converters] == ["d", "a"]
+
+
+def test_the_lists_sync_converts_are_remembered_for_as_many_sessions_as_heads() -> None:
+    ledger = Ledger("memory://", cached_sessions=2)
+    for name in "abc":
+        ledger.sync(name, [{"role": "user", "content": name}])
+    assert [key.session for key, _ in ledger._converters] == ["b", "c"]

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agentledger.errors import UserError
+from agentledger.messages import checks
 from agentledger.store.base import Head, SessionKey, StoredState
 
 __all__ = [
@@ -66,11 +66,8 @@ class HeadCache:
     __slots__ = ("_entries", "max_bytes", "max_sessions", "weight")
 
     def __init__(self, max_sessions: int, max_bytes: int) -> None:
-        if max_sessions < 1:
-            raise UserError("cached_sessions must be at least 1")
-        if max_bytes < 0:
-            raise UserError("cached_bytes must not be negative")
-        self.max_sessions, self.max_bytes = max_sessions, max_bytes
+        self.max_sessions = checks.count("Ledger", "cached_sessions", max_sessions, minimum=1)
+        self.max_bytes = checks.count("Ledger", "cached_bytes", max_bytes)
         self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
         self.weight = 0  # of every entry
 
@@ -95,8 +92,9 @@ class HeadCache:
         self._keep(key, head, body / count if count else self._mean(key))
 
     def committed(self, key: SessionKey, head: Head, written: int, body: int) -> None:
-        """Keep ``head`` after a save that wrote ``written`` rows of ``body`` bytes (the
-        messages it kept are counted at the session's mean body size before the save)."""
+        """Keep ``head`` after a save that wrote ``written`` rows and ``body`` bytes in all
+        (``CommitPlan.bytes_written``; the messages it kept are counted at the session's mean
+        body size before the save)."""
         kept = max(sum(map(len, head.messages.values())) - written, 0)
         before = self._entries.get(key)
         if before is not None:

@@ -196,7 +196,6 @@ class Ledger:
         self._owns_store = not isinstance(url, Store)
         self.store: Store = url if isinstance(url, Store) else open_store(url)
         self._converters: OrderedDict[tuple[SessionKey, str], LiveConverter] = OrderedDict()
-        self._cached_sessions = cached_sessions
         self._guard = threading.Lock()
         self._key_locks: dict[SessionKey, threading.Lock] = {}
         self._token = object()  # names this ledger in what a TrackedList was saved as
@@ -723,9 +722,8 @@ class Ledger:
             head, version=plan.version, incarnation=incarnation, title_at=planned.title_at
         )
         written = sum(len(w.puts) for w in plan.lists)
-        body = sum(len(row.body) for w in plan.lists for _, row in w.puts)
         with self._guard:
-            self._heads.committed(key, head, written, body)
+            self._heads.committed(key, head, written, plan.bytes_written)
         return head
 
     def delete(self, session: str, *, tenant: str | None = None) -> bool:
@@ -792,23 +790,24 @@ class Ledger:
         return self.save(session, converted, name=name, tenant=tenant)
 
     def _converter(self, key: SessionKey, name: str) -> LiveConverter:
-        """The ``LiveConverter`` of list ``name`` of session ``key`` (made on first use; the
-        least recently used are forgotten past ``cached_sessions``)."""
+        """The ``LiveConverter`` of list ``name`` of session ``key`` (made on first use), as
+        the most recently used."""
         from agentledger.wire.live import LiveConverter
 
         with self._guard:
             found = self._converters.pop((key, name), None) or LiveConverter()
             self._converters[(key, name)] = found
-            while len(self._converters) > self._cached_sessions:
-                self._converters.popitem(last=False)
             return found
 
     def _trim_converters(self) -> None:
-        """Forget the least recently used converters while they hold more than
-        ``cached_bytes`` (the one used last stays)."""
+        """Forget the least recently used converters past ``cached_sessions`` of them or
+        ``cached_bytes`` of what they hold (the one used last stays)."""
+        bounds = self._heads
         with self._guard:
             held = sum(c.weight for c in self._converters.values())
-            while held > self._heads.max_bytes and len(self._converters) > 1:
+            while len(self._converters) > 1 and (
+                len(self._converters) > bounds.max_sessions or held > bounds.max_bytes
+            ):
                 held -= self._converters.popitem(last=False)[1].weight
 
     def import_openai(

@@ -42,7 +42,7 @@ from __future__ import annotations
 import pickle
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -276,23 +276,20 @@ def _chunk(items: Sequence[Any]) -> bytes | None:
 
 
 def _equal_chunks(items: Sequence[Any], old: list[bytes | None]) -> list[bytes | None]:
-    """The pickles of the leading full chunks of ``items`` that equal the last list's."""
+    """The pickles of the leading full chunks of ``items`` that equal the last list's (each
+    pickled only once the chunks before it matched)."""
     equal: list[bytes | None] = []
-    for index, was in enumerate(old):
-        end = (index + 1) * _CHUNK
-        if was is None or end > len(items):
-            break
-        mark = _chunk(items[end - _CHUNK : end])
-        if mark != was:
+    for was, mark in zip(old, _chunk_marks(items, 0)):  # ``old`` first: no pickle past its end
+        if was is None or mark != was:
             break
         equal.append(mark)
     return equal
 
 
-def _chunk_marks(items: Sequence[Any], first: int) -> list[bytes | None]:
-    """The pickles of the full chunks of ``items`` from chunk ``first`` on."""
-    starts = range(first * _CHUNK, len(items) - _CHUNK + 1, _CHUNK)
-    return [_chunk(items[start : start + _CHUNK]) for start in starts]
+def _chunk_marks(items: Sequence[Any], first: int) -> Iterator[bytes | None]:
+    """The pickles of the full chunks of ``items`` from chunk ``first`` on, one by one."""
+    for start in range(first * _CHUNK, len(items) - _CHUNK + 1, _CHUNK):
+        yield _chunk(items[start : start + _CHUNK])
 
 
 def _common_prefix(new: list[Any], old: list[Any]) -> int:
