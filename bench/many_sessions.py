@@ -183,21 +183,50 @@ def _postgres(workers: int) -> Backend:
         q: Any = ledger.store._q  # type: ignore[attr-defined]
         args: dict[str, Any] = {"tenant": ledger.tenant, "limit": PAGE, "offset": 0}
         if kind == "search":
-            from agentledger.store.search_words import prefix_query
-
-            match = prefix_query(query)
-            sql, args = q.search, {"tenant": ledger.tenant, "query": match, "limit": 20}
-        elif query:  # a page after this cursor
+            return _explain_search(ledger, query)
+        if query:  # a page after this cursor
             after = decode_cursor(query, ledger.tenant)
             sql = q.list_sessions_after
             args.update(updated_at=after.updated_at, session=after.session_id)
         else:
             sql = q.list_sessions
         with psycopg.connect(base, autocommit=True) as conn:
-            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, args)
-            return "\n".join(r[0] for r in rows.fetchall())
+            return _plan(conn, sql, args)
+
+    def _explain_search(ledger: Ledger, query: str) -> str:
+        """The plans of the statements ``PostgresStore.search`` runs for ``query``, in order,
+        each under the name of the step it is (see that method)."""
+        from agentledger.store import postgres as pg_store
+        from agentledger.store.search_words import prefix_query
+
+        q: Any = ledger.store._q  # type: ignore[attr-defined]
+        args = {"tenant": ledger.tenant, "query": prefix_query(query), "limit": 20}
+        capped = {**args, "cap": pg_store.SEARCH_CAP + 1}
+        recent = {**args, "rows": pg_store.recent_rows(20)}
+        out = []
+        with psycopg.connect(base, autocommit=True) as conn:
+            out.append(f"-- 1. at most {pg_store.SEARCH_CAP} matches (search_capped)")
+            out.append(_plan(conn, q.search_capped, capped))
+            rows = conn.execute(q.search_capped, capped).fetchall()
+            if rows and rows[0][-1] <= pg_store.SEARCH_CAP:
+                return "\n".join(out)
+            if rows:
+                rows_read = recent["rows"]
+                out.append(f"-- 2. the latest sessions' first {rows_read} rows (search_recent)")
+                out.append(_plan(conn, q.search_recent, recent))
+                rows = conn.execute(q.search_recent, recent).fetchall()
+                if rows and (len(rows) == 20 or rows[0][-1]):
+                    return "\n".join(out)
+            out.append("-- 3. every match (search)")
+            out.append(_plan(conn, q.search, args))
+        return "\n".join(out)
 
     return Backend("postgres", f"{base}{sep}schema={schema}", workers, cleanup, explain, analyze)
+
+
+def _plan(conn: Any, sql: str, args: dict[str, Any]) -> str:
+    rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, args)
+    return "\n".join(r[0] for r in rows.fetchall())
 
 
 # -- filling ------------------------------------------------------------------------------

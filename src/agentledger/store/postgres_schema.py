@@ -472,36 +472,14 @@ class Queries:
             f"DELETE FROM {s}.blobs b WHERE b.tenant = %s AND b.digest = ANY(%s) AND NOT EXISTS "
             f"(SELECT 1 FROM {s}.blob_refs r WHERE r.tenant = b.tenant AND r.digest = b.digest)"
         )
-        # The matches come from the GIN index first (a MATERIALIZED CTE is planned on its own),
-        # each finds its session by key (``OFFSET 0`` keeps that a per-match lookup: a join
-        # there was hashed over every session) and its list's floor (rows at or below it are
-        # not in the list), then they are ordered and cut, and only then is their text read and
-        # their position counted (the live rows above the floor ranked below it, on
-        # ``messages_live``): the cost follows the matches, not the store. As one join, the
-        # planner walked the sessions in ``updated_at`` order hoping to fill the LIMIT early
-        # and matched the words of every message of every session: 13 s for a word in 30
-        # messages of 1,000,000 (100,000 sessions). ``query`` is a ``search_words.prefix_query``;
-        # the rows an older worker wrote without words are matched by their text (migration 6).
-        self.search = (
-            "WITH hits AS MATERIALIZED ("
-            f"SELECT m.sid, m.list, m.rank FROM {s}.messages m WHERE m.version_to IS NULL "
-            "AND ((m.words IS NOT NULL AND m.words @@ %(query)s::tsquery) "
-            "OR (m.words IS NULL AND m.text <> '' AND to_tsvector('simple'::regconfig, "
-            "left(m.text, 100000)) @@ %(query)s::tsquery))), "
-            "top AS (SELECT x.session, x.updated_at, h.sid, h.list, h.rank, f.floor "
-            "FROM hits h CROSS JOIN LATERAL (SELECT session, updated_at "
-            f"FROM {s}.sessions WHERE sid = h.sid AND tenant = %(tenant)s OFFSET 0) x "
-            f"LEFT JOIN {s}.list_floors f "
-            "ON f.sid = h.sid AND f.list = h.list AND f.version_to IS NULL "
-            "WHERE f.floor IS NULL OR h.rank > f.floor "
-            "ORDER BY x.updated_at DESC, x.session DESC, h.list, h.rank LIMIT %(limit)s) "
-            "SELECT t.session, t.list, (SELECT count(*) FROM "
-            f"{s}.messages p WHERE p.sid = t.sid AND p.list = t.list AND p.version_to IS NULL "
-            "AND p.rank < t.rank AND (t.floor IS NULL OR p.rank > t.floor)), m.msg_id, m.body "
-            f"FROM top t JOIN {s}.messages m ON m.sid = t.sid AND m.list = t.list "
-            "AND m.rank = t.rank AND m.version_to IS NULL "
-            "ORDER BY t.updated_at DESC, t.session DESC, t.list, t.rank"
-        )
+        # ``search`` is a store's full search (see ``search_sql``); ``search_capped`` the same
+        # over at most ``%(cap)s`` matches, each row telling how many it found; and
+        # ``search_recent`` the search of the messages of the most recently updated sessions,
+        # ``%(rows)s`` of them at most, each row telling how many it read (``Postgres.search``
+        # says when each is asked and why its answer is the full search's).
+        self.search = search_sql(s)
+        self.search_capped = search_sql(s, cap=True)
+        self.search_recent = search_recent_sql(s)
 
     def save_in_one(self, closes: int, floors: bool, values: bool) -> str:
         """A save of a known session as one statement, its own transaction: the guarded bump,
@@ -555,3 +533,92 @@ class Queries:
             f"logged AS ({_insert_version(s, ' FROM ok')})",
         ]
         return f"WITH {', '.join(parts)} SELECT ok, done FROM ok, closed"
+
+
+#: A live row whose words hold every word of the query (``%(query)s``, a
+#: ``search_words.prefix_query``); rows an older worker wrote without words are matched by their
+#: text (migration 6).
+_MATCHES = (
+    "((m.words IS NOT NULL AND m.words @@ %(query)s::tsquery) "
+    "OR (m.words IS NULL AND m.text <> '' AND to_tsvector('simple'::regconfig, "
+    "left(m.text, 100000)) @@ %(query)s::tsquery))"
+)
+
+
+def _search_tail(s: str, top: str, counted: str) -> str:
+    """The end of a search: ``top``, a CTE of the hits kept (``session``, ``updated_at``,
+    ``sid``, ``list``, ``rank``, ``floor``), already ordered and cut to ``%(limit)s``; each hit's
+    position counted (the live rows above its list's floor ranked below it, on
+    ``messages_live``) and its id and body read, and ``counted``, a count the caller asks for,
+    on every row."""
+    return (
+        f"{top} "
+        f"SELECT t.session, t.list, (SELECT count(*) FROM {s}.messages p WHERE p.sid = t.sid "
+        "AND p.list = t.list AND p.version_to IS NULL AND p.rank < t.rank "
+        f"AND (t.floor IS NULL OR p.rank > t.floor)), m.msg_id, m.body, {counted} "
+        f"FROM top t JOIN {s}.messages m ON m.sid = t.sid AND m.list = t.list "
+        "AND m.rank = t.rank AND m.version_to IS NULL "
+        "ORDER BY t.updated_at DESC, t.session DESC, t.list, t.rank"
+    )
+
+
+def search_sql(s: str, *, cap: bool = False) -> str:
+    """A tenant's hits in ``list_sessions`` order, then by list and rank, from the words index.
+
+    The matches come from the GIN index first (a MATERIALIZED CTE is planned on its own), each
+    finds its session by key (``OFFSET 0`` keeps that a per-match lookup: a join there was
+    hashed over every session) and its list's floor (rows at or below it are not in the list),
+    then they are ordered and cut, and only then is their text read and their position counted:
+    the cost follows the matches, not the store. As one join, the planner walked the sessions in
+    ``updated_at`` order hoping to fill the LIMIT early and matched the words of every message
+    of every session: 13 s for a word in 30 messages of 1,000,000 (100,000 sessions). With
+    ``cap``, at most ``%(cap)s`` matches are read, and each row ends with how many were.
+    """
+    limit = " LIMIT %(cap)s" if cap else ""
+    return _search_tail(
+        s,
+        "WITH hits AS MATERIALIZED ("
+        f"SELECT m.sid, m.list, m.rank FROM {s}.messages m WHERE m.version_to IS NULL "
+        f"AND {_MATCHES}{limit}), "
+        "top AS (SELECT x.session, x.updated_at, h.sid, h.list, h.rank, f.floor "
+        "FROM hits h CROSS JOIN LATERAL (SELECT session, updated_at "
+        f"FROM {s}.sessions WHERE sid = h.sid AND tenant = %(tenant)s OFFSET 0) x "
+        f"LEFT JOIN {s}.list_floors f "
+        "ON f.sid = h.sid AND f.list = h.list AND f.version_to IS NULL "
+        "WHERE f.floor IS NULL OR h.rank > f.floor "
+        "ORDER BY x.updated_at DESC, x.session DESC, h.list, h.rank LIMIT %(limit)s)",
+        "(SELECT count(*) FROM hits)" if cap else "0",
+    )
+
+
+def search_recent_sql(s: str) -> str:
+    """The hits among the live rows of a tenant's most recently updated sessions, read in
+    ``list_sessions`` order, ``%(rows)s`` rows at most; each row ends with whether they were all
+    the tenant's live rows.
+
+    The sessions come from ``sessions_recent`` and each one's rows from ``messages_live``, cut
+    at ``%(rows)s`` (a nested loop in the order of the sessions: no sort), so the cost is those
+    rows, whatever the store holds and however many messages hold the words. When the rows ran
+    out, the last session read may have been read in part, and in no promised order: its hits
+    are left out, so every hit given is one of a session read in full, and the first
+    ``%(limit)s`` of them are the first of all.
+    """
+    return _search_tail(
+        s,
+        "WITH scanned AS MATERIALIZED (SELECT r.session, r.updated_at, m.sid, m.list, m.rank, "
+        f"{_MATCHES} AS hit FROM (SELECT sid, session, updated_at FROM {s}.sessions "
+        "WHERE tenant = %(tenant)s ORDER BY updated_at DESC, session DESC LIMIT %(rows)s) r "
+        f"CROSS JOIN LATERAL (SELECT m.sid, m.list, m.rank, m.words, m.text FROM {s}.messages m "
+        "WHERE m.sid = r.sid AND m.version_to IS NULL) m "
+        "ORDER BY r.updated_at DESC, r.session DESC LIMIT %(rows)s), "
+        "top AS (SELECT h.session, h.updated_at, h.sid, h.list, h.rank, f.floor FROM scanned h "
+        f"LEFT JOIN {s}.list_floors f "
+        "ON f.sid = h.sid AND f.list = h.list AND f.version_to IS NULL "
+        "WHERE h.hit AND (f.floor IS NULL OR h.rank > f.floor) "
+        "AND ((SELECT count(*) FROM scanned) < %(rows)s OR h.session <> "
+        "(SELECT session FROM scanned ORDER BY updated_at, session LIMIT 1)) "
+        "ORDER BY h.updated_at DESC, h.session DESC, h.list, h.rank LIMIT %(limit)s)",
+        # every session's every row read: fewer rows than the cut, of all the tenant's sessions
+        "((SELECT count(*) FROM scanned) < %(rows)s AND (SELECT count(*) FROM (SELECT 1 "
+        f"FROM {s}.sessions WHERE tenant = %(tenant)s LIMIT %(rows)s) n) < %(rows)s)",
+    )
