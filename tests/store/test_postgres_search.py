@@ -164,3 +164,17 @@ def test_the_latest_sessions_answer_alone_when_they_are_every_session(
         hits = store.search("default", "word", limit=20)
     assert len(hits) == 10
     assert hits == Store.search(store, "default", "word", limit=20)
+
+
+def test_a_large_limit_skips_the_latest_sessions(open_store: OpenStore) -> None:
+    """Past a limit of 128 the rows to read of the latest sessions could cost more than every
+    match: the capped search is followed by the full one."""
+    store = open_store()
+    ledger = Ledger(store)
+    for i in range(150):
+        ledger.save(f"s{i:03d}", [Msg.user("word")])
+    with mock.patch.object(pg_store, "SEARCH_CAP", 10), _failing(store, "search_recent"):
+        hits = store.search("default", "word", limit=129)
+    assert len(hits) == 129
+    assert hits == Store.search(store, "default", "word", limit=129)
+    assert pg_store.recent_rows(128) == 128 * 128 and pg_store.recent_rows(129) is None

@@ -89,11 +89,12 @@ _DIGEST = 16  # bytes per blob digest in ``messages.blobs``
 SEARCH_CAP = 256
 
 
-def recent_rows(limit: int) -> int:
+def recent_rows(limit: int) -> int | None:
     """Live rows a search reads of the latest sessions, looking for ``limit`` hits of a word
     in more than ``SEARCH_CAP`` messages: enough for a word in one message of 100 to fill
-    ``limit`` hits with rows to spare (about 2.5 ms for 2,048 short messages)."""
-    return max(2048, 128 * limit)
+    ``limit`` hits with rows to spare (about 2.5 ms for 2,048 short messages). None past
+    ``limit`` 128: reading that many rows could cost more than reading every match."""
+    return max(2048, 128 * limit) if limit <= 128 else None
 
 
 def _lock_id(*parts: str) -> int:
@@ -430,7 +431,8 @@ class PostgresStore(Store):
            session read in part): ``limit`` hits there are the first ``limit`` of all, since
            every other hit is in a session after them; fewer are the answer when those rows were
            all the tenant's. A word in many messages is found among the first sessions, at the
-           cost of reading those rows, whatever the store holds.
+           cost of reading those rows, whatever the store holds. Not asked for a ``limit``
+           over 128, whose rows to read could cost more than every match.
 
         The first answering no rows leaves it open too (no match, or none of the tenant's
         above their lists' floors); each question is one statement and its own snapshot.
@@ -445,9 +447,9 @@ class PostgresStore(Store):
             rows = conn.execute(self._q.search_capped, {**args, "cap": SEARCH_CAP + 1}).fetchall()
             if rows and rows[0][-1] <= SEARCH_CAP:
                 return rows
-            if rows:  # more matches than the cap
-                recent = {**args, "rows": recent_rows(limit)}
-                rows = conn.execute(self._q.search_recent, recent).fetchall()
+            budget = recent_rows(limit)
+            if rows and budget is not None:  # more matches than the cap
+                rows = conn.execute(self._q.search_recent, {**args, "rows": budget}).fetchall()
                 if rows and (len(rows) == limit or rows[0][-1]):
                     return rows
             return conn.execute(self._q.search, args).fetchall()
