@@ -434,8 +434,10 @@ class PostgresStore(Store):
            cost of reading those rows, whatever the store holds. Not asked for a ``limit``
            over 128, whose rows to read could cost more than every match.
 
-        The first answering no rows leaves it open too (no match, or none of the tenant's
-        above their lists' floors); each question is one statement and its own snapshot.
+        The first question counts every tenant's matches (the index holds them all), so a
+        word common in another tenant goes on to the second; answered with no rows, it leaves
+        the answer open too (no match, or none of this tenant's above their lists' floors).
+        Each question is one statement, in a snapshot of its own.
         """
         match = prefix_query(query)
         if match is None or limit <= 0:
