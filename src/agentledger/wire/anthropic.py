@@ -11,7 +11,8 @@ shape the mapping:
   requires), consecutive assistant messages into one ``assistant`` turn. ``from_anthropic`` splits
   a user turn back into a ``tool`` message (its results) and a ``user`` message (the rest).
 - Messages carry no ids (``from_anthropic`` reads a non-standard ``"id"`` if a caller stored one,
-  else makes one, or derives one from position and content with ``ids="derived"``).
+  else makes one, or derives one from content and occurrence with ``ids="derived"``: the same
+  wherever other turns were dropped or inserted).
 
 Tool-call input is a JSON object here: a call whose arguments came as text is sent the object
 that text holds, exactly (``arguments_object``: an integer past 64 bits stays one), and text
@@ -59,6 +60,7 @@ from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     ANTHROPIC_EXTRA_KEY,
     PROVIDER_FILE_KEY,
+    Occurrences,
     arguments_object,
     content_id,
     is_private,
@@ -229,6 +231,12 @@ def from_anthropic(
 
     A user turn becomes a ``tool`` message holding its tool results and a ``user`` message
     holding the rest, in their order; ``created_at`` is ``None`` so conversion is deterministic.
+    A turn without an ``"id"`` gets a fresh id (``ids="given"``) or, with ``ids="derived"``, one
+    derived from its content and how many turns of the same content without an id come before
+    it (``private.Occurrences``, as ``from_openai`` derives them; the second and later messages
+    of a split turn add ``":1"``, ``":2"`` ...), so converting the same turns twice gives equal
+    messages, and so does converting them after other turns were dropped, inserted or moved
+    around them: a window or a summary saved from them writes only what it added.
     ``tool_ids``: the mapping ``to_anthropic`` used, to read mapped tool-call ids back.
     """
     if ids not in ("given", "derived"):
@@ -239,6 +247,7 @@ def from_anthropic(
         sid = content_id("ant-", "system", {"system": system}) if ids == "derived" else new_id()
         out.append(Msg("system", [TextBlock(text=t) for t in texts], id=sid, created_at=None))
     names: dict[str, str] = {}
+    occurrences = Occurrences()
     for index, d in enumerate(messages):
         if not isinstance(d, Mapping) or d.get("role") not in ("user", "assistant"):
             raise UserError(f"message {index} is not a user or assistant turn")
@@ -257,18 +266,20 @@ def from_anthropic(
                 runs[-1][1].append(block)
             else:
                 runs.append((role, [block]))
+        base = _turn_id(d, index, ids, occurrences)
         for n, (role, run) in enumerate(runs or [(d["role"], [])]):
-            msg_id = _id(d, index, n, ids)
+            msg_id = base if n == 0 else f"{base}:{n}"
             out.append(Msg(role, run, id=msg_id, metadata=metadata, created_at=None))  # type: ignore[arg-type]
     return restore_ids(out, tool_ids)
 
 
-def _id(d: Mapping[str, Any], index: int, n: int, ids: IdMode) -> str:
+def _turn_id(d: Mapping[str, Any], index: int, ids: IdMode, occurrences: Occurrences) -> str:
+    """The id of turn ``d``'s first message: its own, else derived (counted) or fresh."""
     given = d.get("id")
     if isinstance(given, str) and given:
-        return given if n == 0 else f"{given}:{n}"
+        return given
     if ids == "derived":
-        return content_id("ant-", f"{index}.{n}", d)
+        return occurrences.derive("ant-", d, f"message {index}")[0]
     return new_id()
 
 

@@ -16,8 +16,8 @@ Mapping:
   per summary part (then one per ``reasoning_text`` part). A call's argument text is kept byte
   for byte (``ToolUseBlock.arguments``), so every string-arguments format sends it back as is.
 - The item ``id`` is the ``Msg.id``; an item without one gets a fresh id (``ids="given"``) or one
-  derived from its position and content (``ids="derived"``; in a ``sync()`` list, from its
-  content and occurrence), and is written back without one.
+  derived from its content and occurrence (``ids="derived"``, as in a ``sync()`` list: the
+  same wherever other items were dropped or inserted), and is written back without one.
 - What has no field here (``type``, ``id``, ``status``, ``phase``, ``encrypted_content``,
   ``namespace``, any unknown key) is kept
   verbatim in the private metadata key ``_responses`` of the message (for the item) or block
@@ -58,8 +58,8 @@ from agentledger.wire.media import media_note
 from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     SOURCE_ROLE_KEY,
+    Occurrences,
     arguments_text,
-    content_id,
     is_private,
     keep_unknown,
     require_fits,
@@ -84,9 +84,9 @@ __all__ = [
 ]
 
 RESPONSES_ITEM_KEY = "_responses_item"
+"""``Msg.metadata`` key holding a Responses item of a kind not mapped to blocks, verbatim."""
 #: How the ids an item without one is given begin (``ids="derived"``, ``from_live_items``).
 RESPONSES_ID_PREFIX = "rsp-"
-"""``Msg.metadata`` key holding a Responses item of a kind not mapped to blocks, verbatim."""
 
 _MESSAGE, _CALL, _OUTPUT, _REASONING = (
     "message",
@@ -94,6 +94,7 @@ _MESSAGE, _CALL, _OUTPUT, _REASONING = (
     "function_call_output",
     "reasoning",
 )
+_KINDS = frozenset((_MESSAGE, _CALL, _OUTPUT, _REASONING))  # mapped to blocks; the rest kept whole
 _ROLES = frozenset(("user", "system", "developer", "assistant"))
 _PART_TYPES = frozenset(("input_text", "input_image", "input_file", "output_text"))
 _USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_trigger"))
@@ -111,8 +112,13 @@ def from_responses(
     """One ``Msg`` per Responses input or output item, in order; the items are only read.
 
     An item without an id gets a fresh one (``ids="given"``) or, with ``ids="derived"``, one
-    derived from its position (``start`` for the first item: where the items go in a longer
-    list) and its content, so the same item at the same place always gets the same id.
+    derived from its content and how many items of the same content without an id come before
+    it (``private.Occurrences``, as ``from_openai`` and ``Ledger.sync`` derive them), so
+    converting the same items twice gives equal messages, and so does converting them after
+    other items were dropped, inserted or moved around them: a window or a summary saved from
+    them writes only what it added. The occurrences are counted over ``items`` alone (convert a
+    list whole, or keep it with ``Ledger.sync``, which counts over the whole list); ``start``
+    numbers the items in errors (where they go in a longer list).
     ``known(position, item)`` may return the message an equal item was already converted to,
     which is then used as is (re-converting a long, mostly unchanged history costs only the
     changed items), unless the item is a call's output and the message names another tool than
@@ -122,6 +128,7 @@ def from_responses(
     if ids not in ("given", "derived"):
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
     names = dict(names or {})
+    occurrences = Occurrences()
     out = []
     for index, item in enumerate(items, start):
         if not isinstance(item, Mapping):
@@ -129,13 +136,30 @@ def from_responses(
         msg = known(index, item) if known is not None else None
         if msg is not None and item.get("type") == _OUTPUT and _renamed(msg, item, names):
             msg = None
+        derive = partial(_occurrence_id, occurrences, item, index)
         if msg is None:
-            derive = partial(content_id, RESPONSES_ID_PREFIX, str(index), item)
             msg = from_item(item, index, names, derive if ids == "derived" else new_id)
-        elif item.get("type") == _CALL and isinstance(item.get("call_id"), str):
-            names[item["call_id"]] = str(item.get("name") or "")  # to name its result
+        else:  # what converting it would have done besides: count it, name its call
+            if ids == "derived" and not _brings_id(item):
+                derive()  # later repeats of its content keep their ids
+            if item.get("type") == _CALL and isinstance(item.get("call_id"), str):
+                names[item["call_id"]] = str(item.get("name") or "")  # to name its result
         out.append(msg)
     return out
+
+
+def _occurrence_id(occurrences: Occurrences, item: Mapping[str, Any], index: int) -> str:
+    return occurrences.derive(RESPONSES_ID_PREFIX, item, f"item {index}")[0]
+
+
+def _brings_id(item: Mapping[str, Any]) -> bool:
+    """Whether ``from_item`` keeps ``item``'s own id (else it derives or makes one)."""
+    given = item.get("id")
+    if not isinstance(given, str) or not given:
+        return False
+    if item.get("type", _MESSAGE if "role" in item else None) in _KINDS:
+        return True
+    return str(item.get("type", "item_reference")) != "item_reference"  # as ``_opaque`` reads it
 
 
 def answered_tools(
@@ -189,7 +213,7 @@ def from_item(
     where = f"item {index}"
     given = item.get("id")
     kind = item.get("type", _MESSAGE if "role" in item else None)
-    if kind not in (_MESSAGE, _CALL, _OUTPUT, _REASONING):
+    if kind not in _KINDS:
         return _opaque(item, fallback_id)
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"{where}: id must be a non-empty string, got {given!r}")
