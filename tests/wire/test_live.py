@@ -104,25 +104,26 @@ def _outcome(convert: Any, live: list[Any]) -> Any:
     return [(m, m.digest) for m in msgs]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(
     st.lists(_DICTS, max_size=12),
     st.lists(_OPS, min_size=1, max_size=25),
     st.sampled_from([1, 2, 3, 5, 64]),
+    st.sampled_from([1, 2, 3, 64]),
 )
 def test_a_list_converted_again_converts_as_a_fresh_converter_converts_it(
-    start: list[Any], ops: list[tuple[Any, ...]], chunk: int
+    start: list[Any], ops: list[tuple[Any, ...]], chunk: int, moved_run: int
 ) -> None:
     """Whatever was done to the list and its dicts between calls (in place included, to
     values that compare equal but are not: ``1``, ``True``, ``1.0``), the converter that saw
     every earlier version converts it exactly as one that sees it for the first time, however
-    many dicts it fingerprints at once."""
-    real_chunk = live_module._CHUNK
-    live_module._CHUNK = chunk
+    many dicts it fingerprints at once and however short a moved run it takes whole."""
+    real = live_module._CHUNK, live_module._MOVED_RUN
+    live_module._CHUNK, live_module._MOVED_RUN = chunk, moved_run
     try:
         _convert_again(start, ops)
     finally:
-        live_module._CHUNK = real_chunk
+        live_module._CHUNK, live_module._MOVED_RUN = real
 
 
 def _convert_again(start: list[Any], ops: list[tuple[Any, ...]]) -> None:
@@ -190,6 +191,42 @@ def test_converting_again_pickles_dicts_one_by_one_only_from_where_it_changed(
     assert len([x for x in pickled if isinstance(x, dict)]) == 10 * chunk + 6
     shifted = live[chunk + 1 :]  # no chunk lines up with the last list's
     assert converter.convert(shifted) == LiveConverter().convert(shifted)
+
+
+def test_a_moved_run_is_taken_whole_unless_what_moved_renumbers_or_renames_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a window, an insert at the front or a delete, the run of the last list's dicts
+    found again keeps its messages with no step per dict; a dict of the run whose occurrence
+    or call's tool changed with what left is converted again, and the run resumes after it."""
+    steps: list[int] = []
+    real = LiveConverter._message
+
+    def counting(self: LiveConverter, x: Any, index: int, *args: Any) -> Any:
+        steps.append(index)
+        return real(self, x, index, *args)
+
+    monkeypatch.setattr(LiveConverter, "_message", counting)
+    live: list[Any] = [{"role": "user", "content": f"m{i}"} for i in range(200)]
+    converter = LiveConverter()
+    first = converter.convert(live)
+    steps.clear()
+    window = [*live[1:], {"role": "assistant", "content": "new"}]
+    moved = converter.convert(window)
+    assert steps == [199] and all(a is b for a, b in zip(first[1:], moved, strict=False))
+    steps.clear()
+    front = [{"role": "user", "content": "m150"}, *window]  # a repeat of m150's content
+    got = converter.convert(front)
+    assert steps == [0, 150]  # the new dict, and m150, now the content's second occurrence
+    assert got == LiveConverter().convert(front)
+    call = {"role": "assistant", "content": None, "tool_calls": [_chat_call("c1", "lookup")]}
+    answer = {"role": "tool", "tool_call_id": "c1", "content": "found"}
+    calls = [call, *front, answer]
+    converter.convert(calls)
+    steps.clear()
+    got = converter.convert(calls[1:])
+    assert steps == [len(calls) - 2]  # the answer alone: its call left with the front
+    assert got == LiveConverter().convert(calls[1:])
 
 
 def test_a_dict_pickle_refuses_is_converted_every_time() -> None:

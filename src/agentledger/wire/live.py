@@ -67,6 +67,12 @@ _RUN = 256
 #: Dicts pickled at once when looking for where a list stopped being what it was.
 _CHUNK = 64
 
+#: Items of this list looked at for where the last list's items went (``_moved_run``).
+_SEEK = 8
+#: The shortest run of the last list's items whose state is taken whole once moved.
+_MOVED_RUN = 64
+_NO_REFS: frozenset[str] = frozenset()
+
 _pickled = partial(pickle.dumps, protocol=5)
 
 
@@ -91,6 +97,7 @@ class LiveConverter:
         "_marks",
         "_names",
         "_out",
+        "_refs",
         "_seen",
         "_weight",
     )
@@ -102,6 +109,7 @@ class LiveConverter:
         self._keys: list[bytes | None] = []  # content key of its derived id
         self._calls: list[_Calls] = []  # the calls it makes
         self._entries: list[_Key | None] = []  # where ``_made`` has it
+        self._refs: list[frozenset[str]] = []  # the call ids it may answer
         # per full chunk of the last call's list: its pickle (None: never equal, see ``_chunk``)
         self._chunks: list[bytes | None] = []
         # over the whole of the last call's list: occurrences of each content key, and the tool
@@ -134,31 +142,49 @@ class LiveConverter:
         # so fingerprint this list's chunks for it (not after a shift, where none would match)
         chunk_all = 2 * same >= len(self._marks)
         out, keys, calls = self._out[:same], self._keys[:same], self._calls[:same]
-        entries = self._entries[:same]
+        entries, refs = self._entries[:same], self._refs[:same]
         occurrences = Occurrences(self._seen_before(same))
         names = self._names_before(same)  # call id -> tool name, over the list so far
-        for index in range(same, len(items)):
+        moved = _moved_run(marks, self._marks, same)
+        parts: list[tuple[int, int, int]] = []  # of the moved run, to take whole
+        index = same
+        while index < len(items):
+            if moved is not None and index == moved[0]:
+                parts = self._unchanged_parts(moved, occurrences, names)
+                moved = None
+            if parts and index == parts[0][0]:
+                _, there, length = parts.pop(0)
+                end = there + length
+                out += self._out[there:end]
+                keys += self._keys[there:end]
+                calls += self._calls[there:end]
+                entries += self._entries[there:end]
+                refs += self._refs[there:end]
+                occurrences.add(Counter(filter(None, self._keys[there:end])))
+                for made in filter(None, self._calls[there:end]):
+                    names.update(made)
+                index += length
+                continue
             x, mark = items[index], marks[index]
             entry: _Key | None = None
+            ref = _NO_REFS
             if isinstance(x, Msg):
                 msg, key, made = x, None, tuple((c.id, c.name) for c in x.tool_calls)
             elif not isinstance(x, Mapping):
                 raise UserError(f"message {index} is a {type(x).__name__}, not a Msg or a mapping")
             else:
                 msg, key, made, entry = self._message(x, index, mark, names, occurrences)
+                ref = _refs_of(x)
             out.append(msg)
             keys.append(key)
             calls.append(made)
             entries.append(entry)
+            refs.append(ref)
             if made:
                 names.update(made)
-        self._marks, self._out, self._keys, self._calls, self._entries = (
-            marks,
-            out,
-            keys,
-            calls,
-            entries,
-        )
+            index += 1
+        self._marks, self._out, self._keys, self._calls = marks, out, keys, calls
+        self._entries, self._refs = entries, refs
         if chunk_all:
             chunks += _chunk_marks(items, len(chunks))
         self._chunks, self._seen, self._names = chunks, occurrences.seen, names
@@ -194,6 +220,41 @@ class LiveConverter:
             if made:
                 names.update(made)
         return names
+
+    def _unchanged_parts(
+        self, moved: tuple[int, int, int], occurrences: Occurrences, names: dict[str, str]
+    ) -> list[tuple[int, int, int]]:
+        """The parts of ``moved`` (``_moved_run``: the last list's items from index ``there``,
+        ``length`` of them, now from ``here``) whose items convert to the messages they did,
+        as ``(index here, index there, length)``; ``occurrences`` and ``names`` count this
+        list's items before ``here``.
+
+        An item converts as before unless what left or came before the run changes what it
+        takes: the occurrence of its content (its derived id), or the tool of a call it
+        answers. A content counted differently before the run stays so along it (each item of
+        it adds one on both sides), and so does a call id named differently, so the items they
+        touch are found at once and converted one by one; the parts between are taken whole.
+        """
+        here, there, length = moved
+        then = Counter(filter(None, self._keys[:there]))
+        counted = {
+            k for k in then.keys() | occurrences.seen.keys() if occurrences.next_of(k) != then[k]
+        }
+        names_then: dict[str, str] = {}
+        for made in filter(None, self._calls[:there]):
+            names_then.update(made)
+        renamed = {c for c in names_then.keys() | names.keys() if names.get(c) != names_then.get(c)}
+        touched: list[int] = []
+        if counted:
+            touched += (i for i, k in enumerate(self._keys[there : there + length]) if k in counted)
+        if renamed:
+            touched += (i for i, r in enumerate(self._refs[there : there + length]) if r & renamed)
+        parts, start = [], 0
+        for i in [*sorted(set(touched)), length]:
+            if i > start:
+                parts.append((here + start, there + start, i - start))
+            start = i + 1
+        return parts
 
     def _message(
         self,
@@ -243,6 +304,33 @@ class LiveConverter:
         """Forget what no item of the last call's list holds."""
         self._made = {e: self._made[e] for e in self._entries if e is not None}
         self._facts = {e[0]: self._facts[e[0]] for e in self._made}
+
+
+def _refs_of(x: Mapping[str, Any]) -> frozenset[str]:
+    """The call ids a dict may answer (as a chat tool message, as a Responses output)."""
+    chat, responses = x.get("tool_call_id"), x.get("call_id")
+    if not isinstance(chat, str) and not isinstance(responses, str):
+        return _NO_REFS
+    return frozenset(c for c in (chat, responses) if isinstance(c, str))
+
+
+def _moved_run(new: list[Any], old: list[Any], same: int) -> tuple[int, int, int] | None:
+    """Where, past their common start (``same`` items), a run of at least ``_MOVED_RUN`` of the
+    last list's items reappears in this one: ``(start here, start there, length)``, looked for
+    from each of this list's next ``_SEEK`` items (an insert before the run, an edit, a front
+    dropped: a window, a summary); None if none does."""
+    for start in range(same, min(same + _SEEK, len(new))):
+        mark = new[start]
+        if not isinstance(mark, bytes):
+            continue
+        try:
+            there = old.index(mark, same)  # compared in C
+        except ValueError:
+            continue
+        length = _common_prefix(new[start:], old[there:])
+        if length >= _MOVED_RUN:
+            return start, there, length
+    return None
 
 
 def _marks(items: Sequence[Any]) -> list[Any]:

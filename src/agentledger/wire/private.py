@@ -245,6 +245,11 @@ class Occurrences:
         a new ``Occurrences`` from it, but do not change it)."""
         return self._seen
 
+    def add(self, counts: Mapping[bytes, int]) -> None:
+        """Count ``counts[key]`` more dicts of each content ``key`` (a run taken whole)."""
+        for key, n in counts.items():
+            self._seen[key] = self._seen.get(key, 0) + n
+
     def next_of(self, key: bytes) -> int:
         """Which occurrence of the content ``key`` the next dict would be (not counted)."""
         return self._seen.get(key, 0)
