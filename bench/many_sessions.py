@@ -195,30 +195,26 @@ def _postgres(workers: int) -> Backend:
 
     def _explain_search(ledger: Ledger, query: str) -> str:
         """The plans of the statements ``PostgresStore.search`` runs for ``query``, in order,
-        each under the name of the step it is (see that method)."""
-        from agentledger.store import postgres as pg_store
+        each under the name of the question it asks (see that method)."""
+        from agentledger.store.postgres import search_rows
         from agentledger.store.search_words import prefix_query
 
         q: Any = ledger.store._q  # type: ignore[attr-defined]
-        args = {"tenant": ledger.tenant, "query": prefix_query(query), "limit": 20}
-        capped = {**args, "cap": pg_store.SEARCH_CAP + 1}
-        recent = {**args, "rows": pg_store.recent_rows(20)}
-        out = []
+        names = {
+            q.search_capped: "at most SEARCH_CAP matches (search_capped)",
+            q.search_recent: "the latest sessions' first rows (search_recent)",
+            q.search: "every match (search)",
+        }
+        out: list[str] = []
         with psycopg.connect(base, autocommit=True) as conn:
-            out.append(f"-- 1. at most {pg_store.SEARCH_CAP} matches (search_capped)")
-            out.append(_plan(conn, q.search_capped, capped))
-            rows = conn.execute(q.search_capped, capped).fetchall()
-            if rows and rows[0][-1] <= pg_store.SEARCH_CAP:
-                return "\n".join(out)
-            if rows:
-                rows_read = recent["rows"]
-                out.append(f"-- 2. the latest sessions' first {rows_read} rows (search_recent)")
-                out.append(_plan(conn, q.search_recent, recent))
-                rows = conn.execute(q.search_recent, recent).fetchall()
-                if rows and (len(rows) == 20 or rows[0][-1]):
-                    return "\n".join(out)
-            out.append("-- 3. every match (search)")
-            out.append(_plan(conn, q.search, args))
+
+            def execute(sql: str, args: dict[str, Any]) -> list[Any]:
+                out.append(f"-- {len(out) // 2 + 1}. {names[sql]}")
+                out.append(_plan(conn, sql, args))
+                return conn.execute(sql, args).fetchall()
+
+            args = {"tenant": ledger.tenant, "query": prefix_query(query), "limit": 20}
+            search_rows(q, args, execute)
         return "\n".join(out)
 
     return Backend("postgres", f"{base}{sep}schema={schema}", workers, cleanup, explain, analyze)

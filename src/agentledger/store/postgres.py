@@ -97,6 +97,24 @@ def recent_rows(limit: int) -> int | None:
     return max(2048, 128 * limit) if limit <= 128 else None
 
 
+def search_rows(
+    q: ddl.Queries, args: dict[str, Any], execute: Callable[[str, dict[str, Any]], list[Any]]
+) -> list[tuple[Any, ...]]:
+    """The rows of a search (``args``: ``tenant``, ``query``, ``limit``), each statement run by
+    ``execute(sql, args)``: the questions of ``PostgresStore.search``, in its order, until one
+    answers (a benchmark passes an ``execute`` that also records each statement's plan)."""
+    limit = args["limit"]
+    rows = execute(q.search_capped, {**args, "cap": SEARCH_CAP + 1})
+    if rows and rows[0][-1] <= SEARCH_CAP:
+        return rows
+    budget = recent_rows(limit)
+    if rows and budget is not None:  # more matches than the cap
+        rows = execute(q.search_recent, {**args, "rows": budget})
+        if rows and (len(rows) == limit or rows[0][-1]):
+            return rows
+    return execute(q.search, args)
+
+
 def _lock_id(*parts: str) -> int:
     """A signed 64-bit advisory lock key for ``parts`` (collisions: about 2**-64)."""
     digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
@@ -446,15 +464,7 @@ class PostgresStore(Store):
         args = {"tenant": tenant, "query": match, "limit": limit}
 
         def run(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-            rows = conn.execute(self._q.search_capped, {**args, "cap": SEARCH_CAP + 1}).fetchall()
-            if rows and rows[0][-1] <= SEARCH_CAP:
-                return rows
-            budget = recent_rows(limit)
-            if rows and budget is not None:  # more matches than the cap
-                rows = conn.execute(self._q.search_recent, {**args, "rows": budget}).fetchall()
-                if rows and (len(rows) == limit or rows[0][-1]):
-                    return rows
-            return conn.execute(self._q.search, args).fetchall()
+            return search_rows(self._q, args, lambda sql, a: conn.execute(sql, a).fetchall())
 
         return [
             SearchHit(tenant, session, name, position, msg_id, _snippet(body, first))

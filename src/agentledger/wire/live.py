@@ -97,7 +97,6 @@ class LiveConverter:
         "_marks",
         "_names",
         "_out",
-        "_refs",
         "_seen",
         "_weight",
     )
@@ -109,7 +108,6 @@ class LiveConverter:
         self._keys: list[bytes | None] = []  # content key of its derived id
         self._calls: list[_Calls] = []  # the calls it makes
         self._entries: list[_Key | None] = []  # where ``_made`` has it
-        self._refs: list[frozenset[str]] = []  # the call ids it may answer
         # per full chunk of the last call's list: its pickle (None: never equal, see ``_chunk``)
         self._chunks: list[bytes | None] = []
         # over the whole of the last call's list: occurrences of each content key, and the tool
@@ -142,7 +140,7 @@ class LiveConverter:
         # so fingerprint this list's chunks for it (not after a shift, where none would match)
         chunk_all = 2 * same >= len(self._marks)
         out, keys, calls = self._out[:same], self._keys[:same], self._calls[:same]
-        entries, refs = self._entries[:same], self._refs[:same]
+        entries = self._entries[:same]
         occurrences = Occurrences(self._seen_before(same))
         names = self._names_before(same)  # call id -> tool name, over the list so far
         moved = _moved_run(marks, self._marks, same)
@@ -150,7 +148,7 @@ class LiveConverter:
         index = same
         while index < len(items):
             if moved is not None and index == moved[0]:
-                parts = self._unchanged_parts(moved, occurrences, names)
+                parts = self._unchanged_parts(items, moved, occurrences, names)
                 moved = None
             if parts and index == parts[0][0]:
                 _, there, length = parts.pop(0)
@@ -159,32 +157,27 @@ class LiveConverter:
                 keys += self._keys[there:end]
                 calls += self._calls[there:end]
                 entries += self._entries[there:end]
-                refs += self._refs[there:end]
                 occurrences.add(Counter(filter(None, self._keys[there:end])))
-                for made in filter(None, self._calls[there:end]):
-                    names.update(made)
+                _name_calls(names, self._calls[there:end])
                 index += length
                 continue
             x, mark = items[index], marks[index]
             entry: _Key | None = None
-            ref = _NO_REFS
             if isinstance(x, Msg):
                 msg, key, made = x, None, tuple((c.id, c.name) for c in x.tool_calls)
             elif not isinstance(x, Mapping):
                 raise UserError(f"message {index} is a {type(x).__name__}, not a Msg or a mapping")
             else:
                 msg, key, made, entry = self._message(x, index, mark, names, occurrences)
-                ref = _refs_of(x)
             out.append(msg)
             keys.append(key)
             calls.append(made)
             entries.append(entry)
-            refs.append(ref)
             if made:
                 names.update(made)
             index += 1
         self._marks, self._out, self._keys, self._calls = marks, out, keys, calls
-        self._entries, self._refs = entries, refs
+        self._entries = entries
         if chunk_all:
             chunks += _chunk_marks(items, len(chunks))
         self._chunks, self._seen, self._names = chunks, occurrences.seen, names
@@ -201,7 +194,7 @@ class LiveConverter:
         counts less those of the items after them (counted afresh when those are most)."""
         dropped = self._keys[same:]
         if len(dropped) > same:
-            return Counter(key for key in self._keys[:same] if key is not None)
+            return Counter(filter(None, self._keys[:same]))
         seen = dict(self._seen)
         for key in dropped:
             if key is not None:
@@ -215,19 +208,19 @@ class LiveConverter:
         last call to use an id names it)."""
         if not any(self._calls[same:]):  # the items after them made no calls
             return dict(self._names)
-        names: dict[str, str] = {}
-        for made in self._calls[:same]:
-            if made:
-                names.update(made)
-        return names
+        return _name_calls({}, self._calls[:same])
 
     def _unchanged_parts(
-        self, moved: tuple[int, int, int], occurrences: Occurrences, names: dict[str, str]
+        self,
+        items: list[Any],
+        moved: tuple[int, int, int],
+        occurrences: Occurrences,
+        names: dict[str, str],
     ) -> list[tuple[int, int, int]]:
         """The parts of ``moved`` (``_moved_run``: the last list's items from index ``there``,
         ``length`` of them, now from ``here``) whose items convert to the messages they did,
-        as ``(index here, index there, length)``; ``occurrences`` and ``names`` count this
-        list's items before ``here``.
+        as ``(index here, index there, length)``; ``items`` is this list, and ``occurrences``
+        and ``names`` count its items before ``here``.
 
         An item converts as before unless what left or came before the run changes what it
         takes: the occurrence of its content (its derived id), or the tool of a call it
@@ -240,15 +233,14 @@ class LiveConverter:
         counted = {
             k for k in then.keys() | occurrences.seen.keys() if occurrences.next_of(k) != then[k]
         }
-        names_then: dict[str, str] = {}
-        for made in filter(None, self._calls[:there]):
-            names_then.update(made)
+        names_then = _name_calls({}, self._calls[:there])
         renamed = {c for c in names_then.keys() | names.keys() if names.get(c) != names_then.get(c)}
         touched: list[int] = []
         if counted:
             touched += (i for i, k in enumerate(self._keys[there : there + length]) if k in counted)
         if renamed:
-            touched += (i for i, r in enumerate(self._refs[there : there + length]) if r & renamed)
+            run = items[here : here + length]
+            touched += (i for i, x in enumerate(run) if _answers(x) & renamed)
         parts, start = [], 0
         for i in [*sorted(set(touched)), length]:
             if i > start:
@@ -306,8 +298,19 @@ class LiveConverter:
         self._facts = {e[0]: self._facts[e[0]] for e in self._made}
 
 
-def _refs_of(x: Mapping[str, Any]) -> frozenset[str]:
-    """The call ids a dict may answer (as a chat tool message, as a Responses output)."""
+def _name_calls(names: dict[str, str], calls: list[_Calls]) -> dict[str, str]:
+    """``names`` with the tool of each call id the items of ``calls`` made (the last to use an
+    id names it)."""
+    for made in filter(None, calls):
+        names.update(made)
+    return names
+
+
+def _answers(x: Any) -> frozenset[str]:
+    """The call ids an item may answer (a dict, as a chat tool message or a Responses output;
+    a ``Msg`` is taken as it is)."""
+    if not isinstance(x, Mapping):
+        return _NO_REFS
     chat, responses = x.get("tool_call_id"), x.get("call_id")
     if not isinstance(chat, str) and not isinstance(responses, str):
         return _NO_REFS

@@ -95,6 +95,7 @@ _MESSAGE, _CALL, _OUTPUT, _REASONING = (
     "reasoning",
 )
 _KINDS = frozenset((_MESSAGE, _CALL, _OUTPUT, _REASONING))  # mapped to blocks; the rest kept whole
+_REFERENCE = "item_reference"  # an item pointing to another by id (what a typeless item reads as)
 _ROLES = frozenset(("user", "system", "developer", "assistant"))
 _PART_TYPES = frozenset(("input_text", "input_image", "input_file", "output_text"))
 _USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_trigger"))
@@ -140,7 +141,7 @@ def from_responses(
         if msg is None:
             msg = from_item(item, index, names, derive if ids == "derived" else new_id)
         else:  # what converting it would have done besides: count it, name its call
-            if ids == "derived" and not _brings_id(item):
+            if ids == "derived" and _own_id(item) is None:
                 derive()  # later repeats of its content keep their ids
             if item.get("type") == _CALL and isinstance(item.get("call_id"), str):
                 names[item["call_id"]] = str(item.get("name") or "")  # to name its result
@@ -152,14 +153,17 @@ def _occurrence_id(occurrences: Occurrences, item: Mapping[str, Any], index: int
     return occurrences.derive(RESPONSES_ID_PREFIX, item, f"item {index}")[0]
 
 
-def _brings_id(item: Mapping[str, Any]) -> bool:
-    """Whether ``from_item`` keeps ``item``'s own id (else it derives or makes one)."""
+def _own_id(item: Mapping[str, Any]) -> str | None:
+    """The id of its own that ``item``'s message keeps (None: it is given one): a non-empty
+    string ``"id"``, except an item reference's, which names the item it points to."""
     given = item.get("id")
     if not isinstance(given, str) or not given:
-        return False
-    if item.get("type", _MESSAGE if "role" in item else None) in _KINDS:
-        return True
-    return str(item.get("type", "item_reference")) != "item_reference"  # as ``_opaque`` reads it
+        return None
+    return (
+        None
+        if item.get("type", _MESSAGE if "role" in item else _REFERENCE) == _REFERENCE
+        else given
+    )
 
 
 def answered_tools(
@@ -217,7 +221,7 @@ def from_item(
         return _opaque(item, fallback_id)
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"{where}: id must be a non-empty string, got {given!r}")
-    msg_id = given or fallback_id()
+    msg_id = _own_id(item) or fallback_id()
     metadata: dict[str, Any] = {k: v for k, v in item.items() if is_private(k)}
     try:
         if kind == _MESSAGE:
@@ -311,11 +315,9 @@ def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
 
 
 def _opaque(item: Mapping[str, Any], fallback_id: Callable[[], str]) -> Msg:
-    kind = str(item.get("type", "item_reference"))
-    given = item.get("id")
-    usable = isinstance(given, str) and given and kind != "item_reference"
+    kind = str(item.get("type", _REFERENCE))
     public = {k: v for k, v in item.items() if not is_private(k)}
-    msg_id = given if usable else fallback_id()
+    msg_id = _own_id(item) or fallback_id()
     metadata = {k: v for k, v in item.items() if is_private(k)}
     metadata[RESPONSES_ITEM_KEY] = public
     role = "user" if kind.endswith("_output") or kind in _USER_SIDE else "assistant"
