@@ -24,14 +24,19 @@ the ledger saved last, which its planner compares by identity. Because ids follo
 occurrence, not position, a list whose oldest messages were dropped or summarised, or that had
 one inserted at the front, converts to the messages it held, and a save writes what was added.
 
-Dicts are pickled ``_CHUNK`` at a time first (one pickle of 64 dicts costs about half what 64
-pickles do): the leading chunks whose pickle equals the last call's hold equal dicts, each with
+Dicts are pickled ``_CHUNK`` at a time where they can be (one pickle of 64 dicts costs about
+half what 64 pickles do, and is one comparison): the converter keeps the pickles of its last
+list's chunks by where they start, and walks the new list against the last one at an offset
+(``_fingerprints``). Where a new item sits at the start of one of the last list's chunks, under
+the offset, the chunk's items are pickled at once; an equal pickle means equal dicts, each with
 the fingerprint it had then (a pickle records the whole graph of its objects, so equal pickles
-of two chunks are equal pickles of each of their dicts); only the dicts from the first chunk
-that differs are pickled one by one. What is counted over the unchanged items (occurrences of
-each content, the names of the calls made) is carried from the last call, less what it
-dropped, not counted again. After a shift no chunk lines up with the last call's, so a list
-whose start changed is not pickled in chunks until a call keeps its start again.
+of two chunks are equal pickles of each of their dicts). Anywhere else an item is pickled alone
+and compared with the last list's item under the offset; two unequal in a row (dicts dropped,
+inserted, replaced) move the offset to where the second sits in the last list, if it does. So
+the chunks follow their dicts: after a window, an insert at the front or a delete they line up
+again a chunk further on, and a list's new stretches are chunked for the next call. What is
+counted over the unchanged items (occurrences of each content, the names of the calls made) is
+carried from the last call, less what it dropped, not counted again.
 
 The price is memory: a converter keeps the pickles of its list's dicts and of its chunks, about
 twice the size of the list's JSON (``weight``).
@@ -42,8 +47,10 @@ from __future__ import annotations
 import pickle
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
+from itertools import chain, compress, repeat
+from operator import or_
 from typing import Any
 
 from agentledger.errors import UserError
@@ -108,8 +115,8 @@ class LiveConverter:
         self._keys: list[bytes | None] = []  # content key of its derived id
         self._calls: list[_Calls] = []  # the calls it makes
         self._entries: list[_Key | None] = []  # where ``_made`` has it
-        # per full chunk of the last call's list: its pickle (None: never equal, see ``_chunk``)
-        self._chunks: list[bytes | None] = []
+        # the last call's list's chunks, by the position they start at: their pickles
+        self._chunks: dict[int, bytes] = {}
         # over the whole of the last call's list: occurrences of each content key, and the tool
         # name of each call id (the last call to use it)
         self._seen: Mapping[bytes, int] = {}
@@ -132,23 +139,21 @@ class LiveConverter:
         return self._weight
 
     def _convert(self, items: list[Msg | Mapping[str, Any]]) -> list[Msg]:
-        chunks = _equal_chunks(items, self._chunks)
-        base = len(chunks) * _CHUNK
-        marks = self._marks[:base] + _marks(items[base:])
-        same = base + _common_prefix(marks[base:], self._marks[base:])
-        # the last list's start kept (an append, an edit near the end): likely so next call too,
-        # so fingerprint this list's chunks for it (not after a shift, where none would match)
-        chunk_all = 2 * same >= len(self._marks)
+        marks, chunks = _fingerprints(items, self._marks, self._chunks)
+        same = _common_prefix(marks, self._marks)
         out, keys, calls = self._out[:same], self._keys[:same], self._calls[:same]
         entries = self._entries[:same]
         occurrences = Occurrences(self._seen_before(same))
         names = self._names_before(same)  # call id -> tool name, over the list so far
         moved = _moved_run(marks, self._marks, same)
+        names_at_same = dict(names) if moved is not None else names
         parts: list[tuple[int, int, int]] = []  # of the moved run, to take whole
         index = same
         while index < len(items):
             if moved is not None and index == moved[0]:
-                parts = self._unchanged_parts(items, moved, occurrences, names)
+                parts = self._unchanged_parts(
+                    items, moved, same, (keys, calls), names, names_at_same
+                )
                 moved = None
             if parts and index == parts[0][0]:
                 _, there, length = parts.pop(0)
@@ -157,7 +162,7 @@ class LiveConverter:
                 keys += self._keys[there:end]
                 calls += self._calls[there:end]
                 entries += self._entries[there:end]
-                occurrences.add(Counter(filter(None, self._keys[there:end])))
+                occurrences.add(filter(None, self._keys[there:end]))
                 _name_calls(names, self._calls[there:end])
                 index += length
                 continue
@@ -178,22 +183,18 @@ class LiveConverter:
             index += 1
         self._marks, self._out, self._keys, self._calls = marks, out, keys, calls
         self._entries = entries
-        if chunk_all:
-            chunks += _chunk_marks(items, len(chunks))
         self._chunks, self._seen, self._names = chunks, occurrences.seen, names
-        tail = marks[len(chunks) * _CHUNK :]
-        self._weight = 2 * sum(len(c) for c in chunks if c is not None) + sum(
-            len(m) for m in tail if isinstance(m, bytes)
-        )
+        self._weight = _weight(marks, chunks)
         if len(self._made) > 2 * len(items) + _RUN:
             self._prune()
         return list(out)
 
     def _seen_before(self, same: int) -> Mapping[bytes, int]:
         """How many of the last list's first ``same`` items took each content key: its
-        counts less those of the items after them (counted afresh when those are most)."""
+        counts less those of the items after them (counted afresh, in C, unless those are
+        few)."""
         dropped = self._keys[same:]
-        if len(dropped) > same:
+        if 4 * len(dropped) > same:  # counting afresh is in C, taking away is not
             return Counter(filter(None, self._keys[:same]))
         seen = dict(self._seen)
         for key in dropped:
@@ -214,33 +215,45 @@ class LiveConverter:
         self,
         items: list[Any],
         moved: tuple[int, int, int],
-        occurrences: Occurrences,
+        same: int,
+        made: tuple[list[bytes | None], list[_Calls]],
         names: dict[str, str],
+        names_at_same: dict[str, str],
     ) -> list[tuple[int, int, int]]:
         """The parts of ``moved`` (``_moved_run``: the last list's items from index ``there``,
         ``length`` of them, now from ``here``) whose items convert to the messages they did,
-        as ``(index here, index there, length)``; ``items`` is this list, and ``occurrences``
-        and ``names`` count its items before ``here``.
+        as ``(index here, index there, length)``. ``items`` is this list, ``same`` how many
+        items it begins with as the last one did; ``made`` the content keys and calls of its
+        items before ``here``, ``names`` their call names, ``names_at_same`` those of the first
+        ``same``.
 
         An item converts as before unless what left or came before the run changes what it
         takes: the occurrence of its content (its derived id), or the tool of a call it
         answers. A content counted differently before the run stays so along it (each item of
         it adds one on both sides), and so does a call id named differently, so the items they
         touch are found at once and converted one by one; the parts between are taken whole.
+        Both lists begin with the same ``same`` items, so the counts and names before the run
+        differ only by what stands between those and the run: what left (the last list's
+        items ``same .. there``) and what came (this list's ``same .. here``).
         """
         here, there, length = moved
-        then = Counter(filter(None, self._keys[:there]))
-        counted = {
-            k for k in then.keys() | occurrences.seen.keys() if occurrences.next_of(k) != then[k]
+        keys, calls = made
+        left = Counter(filter(None, self._keys[same:there]))
+        came = Counter(filter(None, keys[same:here]))
+        counted = {k for k in left.keys() | came.keys() if left[k] != came[k]}
+        named_then = _name_calls({}, self._calls[same:there])
+        named_now = _name_calls({}, calls[same:here])
+        renamed = {
+            c
+            for c in named_then.keys() | named_now.keys()
+            if names.get(c) != named_then.get(c, names_at_same.get(c))
         }
-        names_then = _name_calls({}, self._calls[:there])
-        renamed = {c for c in names_then.keys() | names.keys() if names.get(c) != names_then.get(c)}
         touched: list[int] = []
         if counted:
-            touched += (i for i, k in enumerate(self._keys[there : there + length]) if k in counted)
+            run_keys = self._keys[there : there + length]
+            touched += compress(range(length), map(counted.__contains__, run_keys))
         if renamed:
-            run = items[here : here + length]
-            touched += (i for i, x in enumerate(run) if _answers(x) & renamed)
+            touched += _answering(items[here : here + length], renamed)
         parts, start = [], 0
         for i in [*sorted(set(touched)), length]:
             if i > start:
@@ -301,9 +314,22 @@ class LiveConverter:
 def _name_calls(names: dict[str, str], calls: list[_Calls]) -> dict[str, str]:
     """``names`` with the tool of each call id the items of ``calls`` made (the last to use an
     id names it)."""
-    for made in filter(None, calls):
-        names.update(made)
+    names.update(chain.from_iterable(calls))  # (call id, tool) pairs, in C
     return names
+
+
+def _answering(run: list[Any], ids: set[str]) -> list[int]:
+    """The positions in ``run`` of the items that may answer a call of ``ids`` (``_answers``):
+    looked up in C when every item is a plain dict (a run can be the whole list), else item
+    by item."""
+    if set(map(type, run)) == {dict}:
+        try:
+            chat = map(ids.__contains__, map(dict.get, run, repeat("tool_call_id")))
+            responses = map(ids.__contains__, map(dict.get, run, repeat("call_id")))
+            return list(compress(range(len(run)), map(or_, chat, responses)))
+        except TypeError:  # a value a set cannot look up (unhashable): ``_answers`` decides
+            pass
+    return [i for i, x in enumerate(run) if _answers(x) & ids]
 
 
 def _answers(x: Any) -> frozenset[str]:
@@ -336,17 +362,95 @@ def _moved_run(new: list[Any], old: list[Any], same: int) -> tuple[int, int, int
     return None
 
 
-def _marks(items: Sequence[Any]) -> list[Any]:
-    """Each item's fingerprint: its pickle (every key in order, every value with its exact
-    type) for a dict, the ``Msg`` itself for a message, and for a dict pickle refuses an
-    object equal to nothing, so it is converted every time."""
+def _fingerprints(
+    items: list[Any], old: list[Any], chunks: dict[int, bytes]
+) -> tuple[list[Any], dict[int, bytes]]:
+    """Each item's fingerprint (``_mark``), and the pickles of this list's chunks by where they
+    start, found by walking ``items`` against the last list (its fingerprints ``old``, its
+    chunks ``chunks``) at an offset, as the module docstring says. The chunks are those found
+    equal, and new ones over every stretch of ``_CHUNK`` or more items that none covers."""
+    n, size = len(items), _CHUNK
+    marks: list[Any] = []
+    found: dict[int, bytes] = {}
+    offset = 0  # the last list's position of this list's item ``here``, less ``here``
+    positions: dict[Any, int] | None = None  # of the last list's fingerprints, when needed
+    missed = False  # the item before was unequal to the last list's under the offset
+    searches = 0
+    here = 0
+    while here < n:
+        there = here + offset
+        was = chunks.get(there)
+        if was is not None and here + size <= n:
+            chunk = _chunk(items[here : here + size])
+            if chunk == was:
+                marks += old[there : there + size]
+                found[here] = chunk
+                here += size
+                missed = False
+                continue
+        mark = _mark(items[here])
+        marks.append(mark)
+        if there >= len(old):  # past the last list's end: new items, nothing to line up
+            pass
+        elif there >= 0 and old[there] == mark:
+            missed = False
+        elif missed and isinstance(mark, bytes):
+            searches += 1
+            if searches <= _SEEK:  # a shift is found at once: look it up in C
+                seen_at = _index(old, mark)
+            else:  # many: index the last list once (the last of repeats)
+                if positions is None:
+                    positions = dict(zip(old, range(len(old))))
+                seen_at = positions.get(mark)
+            if seen_at is not None:
+                offset, missed = seen_at - here, False
+        else:
+            missed = True
+        here += 1
+    return marks, _with_new_chunks(items, found)
+
+
+def _index(items: list[Any], item: Any) -> int | None:
+    """Where ``item`` first is in ``items`` (None: nowhere), compared in C."""
     try:
-        return [x if isinstance(x, Msg) else _pickled(x) for x in items]
-    except Exception:  # some dict cannot be pickled: find which, item by item
-        return [_mark(x) for x in items]
+        return items.index(item)
+    except ValueError:
+        return None
+
+
+def _with_new_chunks(items: list[Any], found: dict[int, bytes]) -> dict[int, bytes]:
+    """``found`` (chunk start -> pickle) with chunks pickled over each stretch of ``items`` it
+    does not cover, as many full chunks as fit, from the stretch's start."""
+    size = _CHUNK
+    out: dict[int, bytes] = {}
+    start = 0
+    for begin in [*sorted(found), len(items)]:
+        while start + size <= begin:
+            chunk = _chunk(items[start : start + size])
+            if chunk is not None:
+                out[start] = chunk
+            start += size
+        if begin < len(items):
+            out[begin] = found[begin]
+            start = begin + size
+    return out
+
+
+def _weight(marks: list[Any], chunks: dict[int, bytes]) -> int:
+    """About the bytes a converter holds: its chunks' pickles and the fingerprints of the
+    items they cover (about as large), and those of the items no chunk covers."""
+    covered = 2 * sum(map(len, chunks.values()))
+    size, loose, start = _CHUNK, 0, 0
+    for begin in [*sorted(chunks), len(marks)]:
+        loose += sum(len(m) for m in marks[start:begin] if isinstance(m, bytes))
+        start = begin + size
+    return covered + loose
 
 
 def _mark(x: Any) -> Any:
+    """An item's fingerprint: its pickle (every key in order, every value with its exact type)
+    for a dict, the ``Msg`` itself for a message, and for a dict pickle refuses an object equal
+    to nothing, so it is converted every time."""
     if isinstance(x, Msg):
         return x
     try:
@@ -364,23 +468,6 @@ def _chunk(items: Sequence[Any]) -> bytes | None:
         return _pickled(items)
     except Exception:  # any object pickle refuses
         return None
-
-
-def _equal_chunks(items: Sequence[Any], old: list[bytes | None]) -> list[bytes | None]:
-    """The pickles of the leading full chunks of ``items`` that equal the last list's (each
-    pickled only once the chunks before it matched)."""
-    equal: list[bytes | None] = []
-    for was, mark in zip(old, _chunk_marks(items, 0)):  # ``old`` first: no pickle past its end
-        if was is None or mark != was:
-            break
-        equal.append(mark)
-    return equal
-
-
-def _chunk_marks(items: Sequence[Any], first: int) -> Iterator[bytes | None]:
-    """The pickles of the full chunks of ``items`` from chunk ``first`` on, one by one."""
-    for start in range(first * _CHUNK, len(items) - _CHUNK + 1, _CHUNK):
-        yield _chunk(items[start : start + _CHUNK])
 
 
 def _common_prefix(new: list[Any], old: list[Any]) -> int:

@@ -23,7 +23,8 @@ stored by content.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -231,7 +232,7 @@ class Occurrences:
 
     def __init__(self, seen: Mapping[bytes, int] | None = None) -> None:
         """``seen``: how many dicts of each content came before the first this will count."""
-        self._seen: dict[bytes, int] = dict(seen) if seen else {}
+        self._seen: Counter[bytes] = Counter(seen) if seen else Counter()
 
     def take(self, key: bytes) -> int:
         """Which occurrence of the content ``key`` the next dict is; counts it."""
@@ -245,10 +246,9 @@ class Occurrences:
         a new ``Occurrences`` from it, but do not change it)."""
         return self._seen
 
-    def add(self, counts: Mapping[bytes, int]) -> None:
-        """Count ``counts[key]`` more dicts of each content ``key`` (a run taken whole)."""
-        for key, n in counts.items():
-            self._seen[key] = self._seen.get(key, 0) + n
+    def add(self, keys: Iterable[bytes]) -> None:
+        """Count one more dict of each content in ``keys`` (a run taken whole; counted in C)."""
+        self._seen.update(keys)
 
     def next_of(self, key: bytes) -> int:
         """Which occurrence of the content ``key`` the next dict would be (not counted)."""
