@@ -6,7 +6,8 @@ python -m bench.flat --backends sqlite     # memory, sqlite, sqlite-full, jsonl,
 
 Issue 17 asks that a save cost no more at message 12,000 than at message 400 (within 1.3x):
 appending a message, editing the last answer, saving an unchanged list, and the first save
-after reopening the store. Each is timed as CPU time of this process (``time.process_time``:
+after reopening the store; a sliding window (the oldest message dropped, one appended) is
+measured beside them. Each is timed as CPU time of this process (``time.process_time``:
 time spent waiting for a core is not counted, nor a server's own work, Postgres's), median of
 ``--reps`` saves. Both lengths are measured in one run, each on a store of its own, their saves
 taking turns in an order that reverses every round: measured one length after the other, a
@@ -56,7 +57,7 @@ __all__ = ["main", "measure", "render"]
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("memory", "sqlite", "sqlite-full", "jsonl", "postgres")
 COLD = "reopen, caches cleared"
-KINDS = ("append", "edit", "no-op", "reopen", COLD)
+KINDS = ("append", "edit", "no-op", "window", "reopen", COLD)
 DICTS = "dicts (sync)"
 HOLDERS = ("list", "tracked", DICTS)
 _sweep: list[bytearray] = []  # the buffer ``_clear_caches`` writes over, made on first use
@@ -176,6 +177,12 @@ class _Session:
     def no_op(self) -> float:
         return self._saved(self.ledger, self.live)
 
+    def window(self) -> float:
+        """The oldest message dropped and one appended: a sliding window, the length kept."""
+        del self.live[0]
+        self.live.append(self._new("slid"))
+        return self._saved(self.ledger, self.live)
+
     def reopen(self, cold: bool) -> float:
         """The first save on a new ``Ledger`` over the same store, one message appended (for
         dicts: the caller's list, which outlived the ledger, synced)."""
@@ -233,6 +240,7 @@ def measure(
                 "append": _alternating(sessions, reps, _Session.append),
                 "edit": _alternating(sessions, reps, _Session.edit),
                 "no-op": _alternating(sessions, reps, _Session.no_op),
+                "window": _alternating(sessions, reps, _Session.window),
                 "reopen": _alternating(sessions, cold_reps, partial(_Session.reopen, cold=False)),
                 COLD: _alternating(sessions, cold_reps, partial(_Session.reopen, cold=True)),
             }
