@@ -110,20 +110,22 @@ def _outcome(convert: Any, live: list[Any]) -> Any:
     st.lists(_OPS, min_size=1, max_size=25),
     st.sampled_from([1, 2, 3, 5, 64]),
     st.sampled_from([1, 2, 3, 64]),
+    st.sampled_from([0, 1, 8]),
 )
 def test_a_list_converted_again_converts_as_a_fresh_converter_converts_it(
-    start: list[Any], ops: list[tuple[Any, ...]], chunk: int, moved_run: int
+    start: list[Any], ops: list[tuple[Any, ...]], chunk: int, moved_run: int, searches: int
 ) -> None:
     """Whatever was done to the list and its dicts between calls (in place included, to
     values that compare equal but are not: ``1``, ``True``, ``1.0``), the converter that saw
     every earlier version converts it exactly as one that sees it for the first time, however
-    many dicts it fingerprints at once and however short a moved run it takes whole."""
-    real = live_module._CHUNK, live_module._MOVED_RUN
-    live_module._CHUNK, live_module._MOVED_RUN = chunk, moved_run
+    many dicts it fingerprints at once, however short a moved run it takes whole, and however
+    it looks items up in the last list."""
+    real = live_module._CHUNK, live_module._MOVED_RUN, live_module._SEARCHES
+    live_module._CHUNK, live_module._MOVED_RUN, live_module._SEARCHES = chunk, moved_run, searches
     try:
         _convert_again(start, ops)
     finally:
-        live_module._CHUNK, live_module._MOVED_RUN = real
+        live_module._CHUNK, live_module._MOVED_RUN, live_module._SEARCHES = real
 
 
 def _convert_again(start: list[Any], ops: list[tuple[Any, ...]]) -> None:

@@ -76,6 +76,8 @@ _CHUNK = 64
 
 #: Items of this list looked at for where the last list's items went (``_moved_run``).
 _SEEK = 8
+#: Items looked up in the last list one by one (in C) before its positions are indexed.
+_SEARCHES = 8
 #: The shortest run of the last list's items whose state is taken whole once moved.
 _MOVED_RUN = 64
 _NO_REFS: frozenset[str] = frozenset()
@@ -396,7 +398,7 @@ def _fingerprints(
             missed = False
         elif missed and isinstance(mark, bytes):
             searches += 1
-            if searches <= _SEEK:  # a shift is found at once: look it up in C
+            if searches <= _SEARCHES:  # a shift is found at once: look it up in C
                 seen_at = _index(old, mark)
             else:  # many: index the last list once (the last of repeats)
                 if positions is None:
