@@ -14,9 +14,10 @@ def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
     real = ledger_module.diff_list
 
-    def spy(committed, new, known=(), *, unchanged=0):  # type: ignore[no-untyped-def]
-        counts.append(len(new) - unchanged)
-        return real(committed, new, known, unchanged=unchanged)
+    def spy(committed, new, known=(), *, unchanged=0, kept=None):  # type: ignore[no-untyped-def]
+        known_kept = unchanged if kept is None else sum(count for _, _, count in kept)
+        counts.append(len(new) - known_kept)
+        return real(committed, new, known, unchanged=unchanged, kept=kept)
 
     monkeypatch.setattr(ledger_module, "diff_list", spy)
     return counts

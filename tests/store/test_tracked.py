@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger, Msg, TrackedList, UserError
-from agentledger.store.planner import diff_list
+from agentledger.store.planner import _merged, diff_list
+from agentledger.store.tracked import MAX_CHANGES
 
 _OPS = st.lists(
     st.tuples(
@@ -94,6 +95,65 @@ def test_every_save_commits_exactly_the_tracked_content(
     assert Ledger(ledger.store).messages("s") == list(live)
 
 
+@settings(max_examples=300, deadline=None)
+@given(ops=_OPS)
+def test_the_runs_a_tracked_list_keeps_are_exactly_the_saved_messages_it_still_holds(
+    ops: list[tuple[str, int, int]],
+) -> None:
+    """Whatever its methods did since it was saved, the runs a ``TrackedList`` reports as kept
+    hold the saved messages at the positions it says, and, while its record of changes is
+    whole, they are every saved message it still holds in order (found by identity: each
+    message made here is a new object)."""
+    live = TrackedList(Msg.user(f"m{i}", id=f"m{i}") for i in range(20))
+    saved, made, token = list(live), [0], ("saved",)
+    live._mark_saved(token, live._edits)
+    for op, at, count in ops:
+        if op in ("save", "other_writer", "reopen"):
+            saved = list(live)
+            live._mark_saved(token, live._edits)
+        else:
+            _apply(live, op, at, count, made)
+        kept = live._kept(token, len(saved))
+        assert kept is not None
+        for old, new, n in kept:
+            assert all(live[new + k] is saved[old + k] for k in range(n))
+        assert [(o, n) for o, n, _ in kept] == sorted((o, n) for o, n, _ in kept)
+        if live._changes is not None:
+            where = {id(m): i for i, m in enumerate(saved)}
+            tags = [where.get(id(m)) for m in live]
+            expected: list[tuple[int, int, int]] = []
+            for position, tag in enumerate(tags):
+                if tag is not None:
+                    expected.append((tag, position, 1))
+            assert _merged(kept) == _merged(expected)
+    assert live._kept(("another save",), len(saved)) is None
+
+
+def test_a_tracked_shift_compares_only_the_messages_it_added(compared: list[int]) -> None:
+    """A window, an insert at the front and a delete in the middle of a ``TrackedList`` compare
+    only what they added; past ``MAX_CHANGES`` changes between two saves the list is compared
+    from the first position changed, and every save commits exactly the list."""
+    ledger = Ledger("memory://")
+    ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(2000)])
+    live = ledger.tracked("s")
+    compared.clear()
+    del live[0]
+    live.append(Msg.assistant("a window", id="w"))
+    ledger.save("s", live)
+    live.insert(0, Msg.user("at the front", id="f"))
+    ledger.save("s", live)
+    del live[1000]
+    assert ledger.save("s", live).bytes_written == 0
+    live[500:502] = [Msg.user("two became one", id="t")]
+    ledger.save("s", live)
+    assert compared == [1, 1, 0, 1]
+    for i in range(MAX_CHANGES + 1):
+        live.insert(100, Msg.user(f"many {i}", id=f"many{i}"))
+    ledger.save("s", live)
+    assert compared[-1] == len(live) - 100
+    assert Ledger(ledger.store).messages("s") == list(live)
+
+
 def test_a_tracked_append_compares_no_committed_message(compared: list[int]) -> None:
     ledger = Ledger("memory://")
     ledger.save("s", [Msg.user(f"m{i}", id=f"m{i}") for i in range(1000)])
@@ -153,6 +213,10 @@ def test_unchanged_positions_are_not_compared() -> None:
     digests = [m.digest for m in committed]
     assert diff_list(digests, new, committed).changed == [0, 1, 2, 3, 4]
     assert diff_list(digests, new, committed, unchanged=5).empty
+    assert diff_list(digests, new, committed, kept=[(0, 0, 2), (2, 2, 3)]).empty
+    shifted = [forged[1], *committed[2:]]  # the first left; the second was changed too
+    assert diff_list(digests, shifted, committed).changed == [0]
+    assert diff_list(digests, shifted, committed, kept=[(1, 0, 1)]).runs == [(1, 0, 9)]
 
 
 def test_a_tracked_list_behaves_as_a_list(tmp_path: Path) -> None:

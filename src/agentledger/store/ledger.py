@@ -616,16 +616,16 @@ class Ledger:
         for name, messages in lists.items():
             committed = head.lists.get(name, [])
             known = head.messages.get(name)
-            unchanged = 0
+            kept = None
             if isinstance(messages, TrackedList):
                 planned.tracked[name] = (messages, messages._edits)
-                unchanged = messages._unchanged_prefix(self._saved_as(key, name, head))
+                kept = messages._kept(self._saved_as(key, name, head), len(committed))
                 messages = messages._items
             if known is None or len(known) != len(committed):
                 # no messages to compare objects with: plan on a snapshot, which becomes them
                 messages = planned.snapshots[name] = list(messages)
-                known, unchanged = None, 0
-            diff = diff_list(committed, messages, known or (), unchanged=unchanged)
+                known, kept = None, None
+            diff = diff_list(committed, messages, known or (), kept=kept)
             if diff.empty:
                 continue
             if name == CONTEXT:

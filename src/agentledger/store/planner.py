@@ -129,12 +129,15 @@ def diff_list(
     known: Sequence[Msg] = (),
     *,
     unchanged: int = 0,
+    kept: Sequence[tuple[int, int, int]] | None = None,
 ) -> ListDiff:
     """Align ``new`` with the committed digests (see the module docstring).
 
     ``known``, when given, holds the committed messages themselves (``known[i].digest ==
     committed[i]``); it must then be as long as ``committed``. ``unchanged`` leading messages
-    are known to equal the committed ones (a ``TrackedList``'s record) and are not compared.
+    are known to equal the committed ones, and ``kept`` runs (``(old_start, new_start,
+    count)``, ascending in both) are known to hold them where they moved (a ``TrackedList``'s
+    record): neither is compared, and only what lies between is aligned.
     """
     if not isinstance(committed, list):
         committed = list(committed)
@@ -146,7 +149,9 @@ def diff_list(
         old = committed
         ours = digests_of(new)
         digest_at = ours.__getitem__
-    return _Aligner(committed, old, ours, digest_at).diff(unchanged)
+    if kept is None:
+        kept = [(0, 0, unchanged)] if unchanged else []
+    return _Aligner(committed, old, ours, digest_at).diff(kept)
 
 
 def _digest_reader(msgs: list[Msg]) -> Any:
@@ -244,16 +249,38 @@ class _Aligner:
                 return i
         return -1
 
-    def diff(self, unchanged: int = 0) -> ListDiff:
+    def diff(self, kept: Sequence[tuple[int, int, int]] = ()) -> ListDiff:
+        """The diff of the two lists, given runs already known to be ``kept``: each stretch
+        between them is aligned on its own."""
         n, m = len(self.old), len(self.new)
         runs: list[tuple[int, int, int]] = []
         changed: list[int] = []
-        unchanged = min(unchanged, n, m)
-        prefix = unchanged + self.run(unchanged, unchanged, min(n, m) - unchanged)
+        i = j = 0
+        for old_start, new_start, count in kept:
+            self._align(i, new_start, j, old_start, runs, changed)
+            if count:
+                runs.append((old_start, new_start, count))
+            i, j = new_start + count, old_start + count
+        self._align(i, m, j, n, runs, changed)
+        return ListDiff(changed, n, m, _merged(runs))
+
+    def _align(
+        self,
+        i: int,
+        i_end: int,
+        j: int,
+        j_end: int,
+        runs: list[tuple[int, int, int]],
+        changed: list[int],
+    ) -> None:
+        """Align new ``i .. i_end - 1`` with old ``j .. j_end - 1``: the runs kept and the new
+        positions changed are added to ``runs`` and ``changed``, in order."""
+        common = min(i_end - i, j_end - j)
+        prefix = self.run(i, j, common)
         if prefix:
-            runs.append((0, 0, prefix))
-        suffix = self.back_run(m, n, min(n, m) - prefix)
-        i, j, i_end, j_end = prefix, prefix, m - suffix, n - suffix
+            runs.append((j, i, prefix))
+        suffix = self.back_run(i_end, j_end, common - prefix)
+        i, j, i_end, j_end = i + prefix, j + prefix, i_end - suffix, j_end - suffix
         while i < i_end:
             if j < j_end and self.same(i, j):
                 count = self.run(i, j, min(i_end - i, j_end - j))
@@ -272,7 +299,6 @@ class _Aligner:
                 j = found  # old j .. found - 1 leave the list
         if suffix:
             runs.append((j_end, i_end, suffix))
-        return ListDiff(changed, n, m, _merged(runs))
 
 
 def _merged(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
