@@ -166,38 +166,45 @@ def test_converting_again_converts_only_what_changed(monkeypatch: pytest.MonkeyP
     assert converted == [live[50]]  # found by content, not by the object it was
 
 
+@pytest.fixture
+def pickled(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Fills with what ``LiveConverter`` pickles: a dict alone, or a chunk's list of them."""
+    seen: list[Any] = []
+    real = live_module._pickled
+
+    def counting(x: Any) -> bytes:
+        seen.append(x)
+        return real(x)
+
+    monkeypatch.setattr(live_module, "_pickled", counting)
+    return seen
+
+
+def _alone(pickled: list[Any]) -> int:
+    """How many dicts were pickled alone (not in a chunk)."""
+    return sum(isinstance(x, dict) for x in pickled)
+
+
 def test_converting_again_pickles_dicts_one_by_one_only_where_they_changed(
-    monkeypatch: pytest.MonkeyPatch,
+    pickled: list[Any],
 ) -> None:
     """Chunks of dicts equal to the last list's are pickled once each, as one pickle; a dict
     is pickled alone only in a chunk that changed, or where no chunk of the last list lines up
     with it, and the chunks line up again after a shift (they follow their dicts)."""
-    pickled: list[Any] = []
-    real = live_module._pickled
-
-    def counting(x: Any) -> bytes:
-        pickled.append(x)
-        return real(x)
-
-    monkeypatch.setattr(live_module, "_pickled", counting)
     chunk = live_module._CHUNK
-
-    def one_by_one() -> int:
-        return len([x for x in pickled if isinstance(x, dict)])
-
     live = [{"role": "user", "content": f"m{i}"} for i in range(20 * chunk + 5)]
     converter = LiveConverter()
     converter.convert(live)
     pickled.clear()
     live.append({"role": "assistant", "content": "new"})
     converter.convert(live)
-    assert one_by_one() == 6  # the dicts after the last full chunk: 5 and the new one
-    assert len(pickled) - one_by_one() == 20  # each full chunk once
+    assert _alone(pickled) == 6  # the dicts after the last full chunk: 5 and the new one
+    assert len(pickled) - _alone(pickled) == 20  # each full chunk once
     pickled.clear()
     live[10 * chunk + 3]["content"] = "edited in place"
     assert converter.convert(live)[10 * chunk + 3].text == "edited in place"
-    assert one_by_one() == chunk + 6  # the edited dict's chunk, and the 6 after the chunks
-    assert len(pickled) - one_by_one() == 20 + 1  # the edited chunk again, for the next call
+    assert _alone(pickled) == chunk + 6  # the edited dict's chunk, and the 6 after the chunks
+    assert len(pickled) - _alone(pickled) == 20 + 1  # the edited chunk again, for the next call
     for shifted in (
         live[chunk + 1 :],  # a window: the oldest dropped
         [{"role": "user", "content": "first"}, *live],  # an insert at the front
@@ -208,34 +215,24 @@ def test_converting_again_pickles_dicts_one_by_one_only_where_they_changed(
         pickled.clear()
         assert converter.convert(shifted) == expected
         # alone: up to a chunk where the shift leaves none lined up, and the dicts at the end
-        assert one_by_one() <= 2 * chunk + 8
-        assert len(pickled) - one_by_one() <= 20 + 2
+        assert _alone(pickled) <= 2 * chunk + 8
+        assert len(pickled) - _alone(pickled) <= 20 + 2
 
 
-def test_a_window_slid_turn_after_turn_keeps_its_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_window_slid_turn_after_turn_keeps_its_chunks(pickled: list[Any]) -> None:
     """A loop that drops its oldest dicts and appends new ones every call pickles, each call,
     about one chunk's dicts alone, however long the list: its chunks move with their dicts."""
-    pickled: list[Any] = []
-    real = live_module._pickled
-
-    def counting(x: Any) -> bytes:
-        pickled.append(x)
-        return real(x)
-
-    monkeypatch.setattr(live_module, "_pickled", counting)
     chunk = live_module._CHUNK
     stream = [{"role": "user", "content": f"m{i}"} for i in range(40 * chunk)]
     converter = LiveConverter()
-    window = stream[: 30 * chunk]
-    converter.convert(window)
-    for turn in range(1, 3 * chunk, 3):  # three in, three out: a whole chunk's worth and more
-        window = stream[turn * 3 : turn * 3 + 30 * chunk]
+    converter.convert(stream[: 30 * chunk])
+    for start in range(3, 3 * chunk, 3):  # three in, three out, for three chunks' worth
+        window = stream[start : start + 30 * chunk]
         expected = LiveConverter().convert(window)
         pickled.clear()
         assert converter.convert(window) == expected
-        alone = len([x for x in pickled if isinstance(x, dict)])
-        assert alone <= 2 * chunk + 6, turn
-        assert len(pickled) - alone <= 30 + 2, turn
+        assert _alone(pickled) <= 2 * chunk + 6, start
+        assert len(pickled) - _alone(pickled) <= 30 + 2, start
 
 
 def test_a_moved_run_is_taken_whole_unless_what_moved_renumbers_or_renames_it(
