@@ -4,6 +4,7 @@ and the positions it records as unchanged are never compared."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -151,6 +152,32 @@ def test_a_tracked_shift_compares_only_the_messages_it_added(compared: list[int]
         live.insert(100, Msg.user(f"many {i}", id=f"many{i}"))
     ledger.save("s", live)
     assert compared[-1] == len(live) - 100
+    assert Ledger(ledger.store).messages("s") == list(live)
+
+
+def test_a_change_that_fails_midway_is_still_saved() -> None:
+    """``list.sort`` whose comparison fails leaves the list partly sorted, and ``list.extend``
+    from an iterator that fails keeps what it gave: the next save commits the list as it is."""
+    ledger = Ledger("memory://")
+    ids = ["m5", "m1", "m4", "m2", "m9", "m3", "m8"]
+    ledger.save("s", [Msg.user(i, id=i) for i in ids])
+    live = ledger.tracked("s")
+
+    def key(m: Msg) -> Any:
+        return None if m.id == "m3" else m.id  # None and a str do not compare
+
+    with pytest.raises(TypeError):
+        live.sort(key=key)
+    assert [m.id for m in live] == ["m1", "m2", "m4", "m5", "m9", "m3", "m8"]  # partly sorted
+
+    def failing() -> Any:
+        yield Msg.user("given", id="given")
+        raise RuntimeError("the source failed")
+
+    with pytest.raises(RuntimeError):
+        live.extend(failing())
+    assert live[-1].id == "given"
+    ledger.save("s", live)
     assert Ledger(ledger.store).messages("s") == list(live)
 
 

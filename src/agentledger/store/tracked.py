@@ -154,8 +154,10 @@ class TrackedList(MutableSequence[Msg]):
 
     def extend(self, values: Iterable[Msg]) -> None:
         start = len(self._items)
-        self._items.extend(values)
-        self._touch(start, 0, len(self._items) - start)
+        try:
+            self._items.extend(values)
+        finally:  # an iterator that fails midway leaves what it gave appended
+            self._touch(start, 0, len(self._items) - start)
 
     def __iadd__(self, values: Iterable[Msg]) -> TrackedList:  # type: ignore[override,misc]
         self.extend(values)
@@ -177,8 +179,10 @@ class TrackedList(MutableSequence[Msg]):
         self._reshaped(0)
 
     def sort(self, **kwargs: Any) -> None:
-        self._items.sort(**kwargs)
-        self._reshaped(0)
+        try:
+            self._items.sort(**kwargs)
+        finally:  # a comparison that fails midway leaves the list partly sorted
+            self._reshaped(0)
 
     # -- for the ledger -----------------------------------------------------------------------
     def _kept(self, saved_as: tuple[Any, ...], saved_length: int) -> list[_Change] | None:
