@@ -150,6 +150,7 @@ def diff_list(
         ours = digests_of(new)
         digest_at = ours.__getitem__
     if kept is None:
+        unchanged = min(unchanged, len(old), len(ours))
         kept = [(0, 0, unchanged)] if unchanged else []
     return _Aligner(committed, old, ours, digest_at).diff(kept)
 

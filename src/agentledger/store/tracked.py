@@ -90,7 +90,7 @@ class TrackedList(MutableSequence[Msg]):
 
     # -- changing -----------------------------------------------------------------------------
     def _touch(self, position: int, removed: int, added: int) -> None:
-        """Record a change (``_Change``), made."""
+        """Record a change just made (a ``_Change``)."""
         self._edits += 1
         if position < self._changed_from:
             self._changed_from = max(position, 0)
