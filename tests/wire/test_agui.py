@@ -28,6 +28,7 @@ from agentledger.wire import (
     to_agui_models,
     tool_message_id,
 )
+from agentledger.wire.agui import normalize_agui
 from tests.messages.strategies import assert_round_trip
 from tests.wire.agui_strategies import agui_message
 
@@ -346,6 +347,10 @@ def test_every_client_message_round_trips_exactly(sent: list[dict[str, Any]]) ->
     assert again == msgs and [m.digest for m in again] == [m.digest for m in msgs]
     for msg in msgs:  # what the run holds is what a store gives back, type for type
         assert_round_trip(msg)
+    # a server reads its request's messages once, normalized, and converts them as they are
+    parsed = [normalize_agui(d, i) for i, d in enumerate(sent)]
+    read = from_agui(parsed, normalized=True)
+    assert read == msgs and [m.digest for m in read] == [m.digest for m in msgs]
 
 
 def test_objects_in_a_list_of_part_metadata_are_read_as_the_store_reads_them() -> None:

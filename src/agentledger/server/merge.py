@@ -179,7 +179,7 @@ class Merger:
         stored_ids = {m.id for m in self.stored} - allowed
         out: list[Msg] = []
         seen: set[str] = set()
-        for msg in from_agui(dicts):
+        for msg in from_agui(dicts, normalized=True):
             if msg.id in stored_ids:
                 continue
             if msg.id in seen:

@@ -22,7 +22,7 @@ from agentledger._optional import require
 from agentledger.agent.model import ToolSpec
 from agentledger.errors import UserError
 from agentledger.store.ids import check_id
-from agentledger.wire.agui import brief
+from agentledger.wire.agui import brief, normalize_agui
 
 __all__ = ["NO_STATE", "BodyTooLarge", "RunRequest", "parse_run_input", "read_body"]
 
@@ -110,7 +110,7 @@ def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) 
         ids = ", ".join(r.interrupt_id for r in run.resume)
         raise UserError(f"resume answers interrupts this agent never raised: {ids}")
     check_id(run.thread_id, "threadId")
-    messages = [m.model_dump(by_alias=True, mode="json") for m in run.messages]
+    messages = [normalize_agui(m, index) for index, m in enumerate(run.messages)]
     return RunRequest(
         thread_id=run.thread_id,
         run_id=run.run_id,

@@ -109,7 +109,7 @@ class ServerRun:
     async def _pump(self) -> None:
         try:
             # the client's messages are the input; the merge hook keeps only what is new
-            msgs = from_agui(self.request.messages)
+            msgs = from_agui(self.request.messages, normalized=True)
             async for event in self.agent.stream(msgs, self.ctx):
                 if not self.abandoned:
                     self.queue.put_nowait(event)

@@ -318,14 +318,19 @@ def _is_branch(part: object) -> bool:
     return isinstance(part, str) and ("[" in part or part in ("str", "list", "function-after"))
 
 
-def from_agui(messages: Iterable[Mapping[str, Any] | Any]) -> list[Msg]:
+def from_agui(
+    messages: Iterable[Mapping[str, Any] | Any], *, normalized: bool = False
+) -> list[Msg]:
     """Messages for AG-UI messages (dicts or ``ag_ui.core`` models), folding the derived ids of
     ``to_agui`` back into one message each; ``to_agui`` of the result gives the input back
     exactly (see the module docstring). The input is only read; ``created_at`` is ``None``.
-    Raises ``UserError`` for a message that is not valid AG-UI, naming it."""
+    Raises ``UserError`` for a message that is not valid AG-UI, naming it.
+
+    ``normalized``: the messages are dicts ``normalize_agui`` made (a server's parsed request,
+    validated once as it was read), so they are not validated again."""
     reader = _Reader()
     for index, item in enumerate(messages):
-        d = normalize_agui(item, index)
+        d = item if normalized else normalize_agui(item, index)
         try:
             reader.read(d, index)
         except CodecError as exc:
