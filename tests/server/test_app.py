@@ -54,6 +54,10 @@ async def refused(client: Any, status: int, payload: Any, **kw: Any) -> str:
             body(messages=[{"id": "t1", "role": "tool", "toolCallId": "nope", "content": "x"}]),
             "orphan_result",
         ),
+        (  # message metadata past 64 bits: no stored value can hold it
+            body(messages=[{"id": "u", "role": "user", "content": "x", "metadata": {"n": 2**64}}]),
+            "message 'u' cannot be stored",
+        ),
     ],
 )
 async def test_a_malformed_body_is_refused_with_a_readable_422(

@@ -214,6 +214,12 @@ def test_bad_input_is_refused() -> None:
         from_agui([ok, {**bad, "content": "x"}])
     with pytest.raises(UserError, match="not a JSON object"):
         from_agui(["hello"])
+    for value in (10**30, [2**64], {"deep": -(2**63) - 1}):  # kept only by a fix: past 64 bits
+        with pytest.raises(UserError, match=r"message 'u' cannot be stored: .*64 bits"):
+            from_agui([{"id": "u", "role": "user", "content": "hi", "metadata": {"n": value}}])
+        with pytest.raises(UserError, match=r"message 't' cannot be stored: .*64 bits"):
+            from_agui([{"id": "t", "role": "tool", "toolCallId": "c", "content": "r",
+                        "metadata": {"n": value}}])  # fmt: skip
     with pytest.raises(UserError, match="base64"):
         from_agui(
             [

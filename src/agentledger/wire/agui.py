@@ -524,14 +524,17 @@ class _Reader:
         touched = {at for at, _ in block_fix} | set(msg_fix)
         for at in touched:
             msg = out[at]
-            content = tuple(
-                _with_fix(b, block_fix[(at, pos)]) if (at, pos) in block_fix else b
-                for pos, b in enumerate(msg.content)
-            )
-            metadata = msg.metadata
-            if at in msg_fix:
-                metadata = {**metadata, FIX_KEY: msg_fix[at]}
-            out[at] = msg.replace(content=content, metadata=metadata)
+            try:  # a fix holds what the client sent beyond the message: it must be storable
+                content = tuple(
+                    _with_fix(b, block_fix[(at, pos)]) if (at, pos) in block_fix else b
+                    for pos, b in enumerate(msg.content)
+                )
+                metadata = msg.metadata
+                if at in msg_fix:
+                    metadata = {**metadata, FIX_KEY: msg_fix[at]}
+                out[at] = msg.replace(content=content, metadata=metadata)
+            except CodecError as exc:
+                raise UserError(f"message {msg.id!r} cannot be stored: {exc}") from None
         return out
 
 
