@@ -159,11 +159,8 @@ def _own_id(item: Mapping[str, Any]) -> str | None:
     given = item.get("id")
     if not isinstance(given, str) or not given:
         return None
-    return (
-        None
-        if item.get("type", _MESSAGE if "role" in item else _REFERENCE) == _REFERENCE
-        else given
-    )
+    kind = item.get("type", _MESSAGE if "role" in item else _REFERENCE)
+    return None if kind == _REFERENCE else given
 
 
 def answered_tools(
