@@ -80,7 +80,8 @@ _ids = st.lists(st.text("abcdef", min_size=1, max_size=4), unique=True, max_size
 def test_split_then_interleave_gives_the_clients_list_back(ids: list[str], data: Any) -> None:
     roles = data.draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
     messages = [activity(i, n) if a else user(i, i) for n, (i, a) in enumerate(zip(ids, roles))]
-    conversation, entries = split(messages)
+    conversation, entries, positions = split(messages)
+    assert [messages[k] for k in positions] == conversation
     assert interleave(conversation, merged(None, entries) or []) == messages
     assert merged(entries, entries) is None  # the same list again changes nothing
 

@@ -4,11 +4,18 @@ client behaviour of issue 13, asserted on what the model received and what the s
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentledger import ImageBlock, Msg
+from agentledger.errors import UserError
 from agentledger.server.merge import Merger
 from agentledger.store.aio import AsyncLedger
-from agentledger.wire.agui import from_agui, to_agui
+from agentledger.testing.samples import every_block_message, sample_conversation
+from agentledger.wire.agui import _Reader, from_agui, normalize_agui, to_agui
 from tests.server.conftest import run, snapshot, user
 from tests.server.model_server import ModelServer
 
@@ -151,3 +158,69 @@ def test_the_anchor_path_and_the_general_path_agree() -> None:
     ):
         merge = Merger(stored, incoming).result()
         assert [m.id for m in merge.input] == ["u1"] and merge.keep == 2
+
+
+def _metadata_past_64_bits(d: dict[str, Any]) -> dict[str, Any]:
+    return {**d, "metadata": {"n": 2**64}}
+
+
+def _call_without_id(d: dict[str, Any]) -> dict[str, Any]:
+    calls = [{**c, "id": ""} for c in d["toolCalls"]]
+    return {**d, "toolCalls": calls}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 3), st.sampled_from(["full", "lagging", "only new"]), st.data())
+def test_a_client_message_is_checked_unless_it_is_a_form_the_server_holds(
+    turns: int, resend: str, data: Any
+) -> None:
+    """Only what a run appends is converted, yet a client message that is not valid AG-UI is
+    refused wherever it sits: a changed copy of a server message, an edit or a new one."""
+    stored = [*every_block_message(), *sample_conversation(turns, result_size=40)]
+    views = [normalize_agui(d) for d in to_agui(stored)]
+    new = [user(f"n{k}", "next") for k in range(data.draw(st.integers(0, 2)))]
+    kept = {"full": views, "lagging": views[: len(views) // 2], "only new": []}[resend]
+    incoming = [*kept, *new]
+    bad = data.draw(st.sets(st.integers(0, len(incoming) - 1), max_size=3)) if incoming else set()
+    for k in bad:
+        spoil = _call_without_id if incoming[k].get("toolCalls") else _metadata_past_64_bits
+        incoming[k] = spoil(incoming[k])
+    read = []
+    real_read = _Reader.read
+    with patch.object(_Reader, "read", lambda self, d, i: read.append(i) or real_read(self, d, i)):
+        if bad:
+            with pytest.raises(UserError) as refused:
+                Merger(stored, incoming).result()
+            # by its position, or by the message it folds into (a reasoning message's answer)
+            ids = {incoming[k]["id"].partition(":")[0] for k in bad}
+            named = {f"message {k}" for k in bad} | {f"message {i!r}" for i in ids}
+            assert any(name in str(refused.value) for name in named), refused.value
+            return
+        merge = Merger(stored, incoming).result()
+    assert [m.id for m in merge.input] == [d["id"] for d in new]
+    assert read == list(range(len(kept), len(incoming)))  # the new messages alone were read
+
+
+async def test_a_run_reads_only_the_new_messages_of_a_resent_thread(client: Any) -> None:
+    history: list[dict[str, Any]] = []
+    read: list[int] = []
+    real_read = _Reader.read
+    with patch.object(_Reader, "read", lambda self, d, i: read.append(i) or real_read(self, d, i)):
+        for n in range(3):
+            history.append(user(f"u{n}", f"turn {n}"))
+            read.clear()
+            history = snapshot(await run(client, "t", history))
+            assert read == [len(history) - 2]  # the user message just sent, at its position
+
+
+async def test_an_invalid_copy_of_a_server_message_is_refused_by_its_position(
+    client: Any, ledger: AsyncLedger
+) -> None:
+    history = snapshot(await run(client, "t", [user("u0", "hi")]))
+    answer = _metadata_past_64_bits(history[1])  # the server's answer, changed and unstorable
+    note = {"id": "act", "role": "activity", "activityType": "note", "content": {"x": 1}}
+    messages = [note, history[0], answer, user("u1", "x")]
+    response = await client.post("/", json={"threadId": "t", "runId": "r", "messages": messages})
+    assert response.status_code == 422, response.text
+    assert f"message {history[1]['id']!r} cannot be stored" in response.json()["error"]["message"]
+    assert [m.id for m in await ledger.messages("t")] == [d["id"] for d in history]

@@ -225,9 +225,18 @@ class ReActAgent:
         return await self.ledger.messages(ctx.session_id, tenant=ctx.tenant)
 
     async def stream(
-        self, input: AgentInput, ctx: RuntimeContext | str, *, _recover_only: bool = False
+        self,
+        input: AgentInput,
+        ctx: RuntimeContext | str,
+        *,
+        _recover_only: bool = False,
+        _input_from_hook: bool = False,
     ) -> AsyncIterator[AgentEvent]:
-        """Run and yield events as they happen (see ``context`` for the event types)."""
+        """Run and yield events as they happen (see ``context`` for the event types).
+
+        ``_input_from_hook`` (the AG-UI server's runs): the run has input, which the
+        ``on_state_loaded`` hook puts in the list it is given; as for any input, a hook that
+        leaves the list empty ends the run without calling the model."""
         ctx = self._ctx(ctx)
         msgs = _as_input(input)
         key = self.ledger.sync.key(ctx.session_id, ctx.tenant)
@@ -235,7 +244,8 @@ class ReActAgent:
             run = _Run(ctx=ctx, run_id=new_id(), checker=self._checker(key))
             self._runs[key] = run
             try:
-                async for event in self._lifecycle(run, msgs, _recover_only):
+                had_input = bool(msgs) or _input_from_hook
+                async for event in self._lifecycle(run, msgs, had_input, _recover_only):
                     yield event
             finally:
                 del self._runs[key]
@@ -261,14 +271,13 @@ class ReActAgent:
         return ctx
 
     async def _lifecycle(
-        self, run: _Run, msgs: list[Msg], recover_only: bool
+        self, run: _Run, msgs: list[Msg], had_input: bool, recover_only: bool
     ) -> AsyncIterator[AgentEvent]:
         ctx = run.ctx
         # the context as a TrackedList known to be as stored: the first save compares from
         # where the run changed it, not from its first message
         state, run.context = await self.ledger.load_tracked(ctx.session_id, tenant=ctx.tenant)
         ctx.state = state
-        had_input = bool(msgs)
         hook = ctx.on_state_loaded or self.on_state_loaded
         if hook is not None and not recover_only:
             outcome = hook(ctx, msgs)

@@ -31,17 +31,22 @@ Entry = dict[str, Any]
 """``{"after": <id of the message it follows, or None>, "message": <the AG-UI message>}``."""
 
 
-def split(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Entry]]:
-    """A client's message list as its conversation messages and its activity entries."""
+def split(
+    messages: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[Entry], list[int]]:
+    """A client's message list as its conversation messages, its activity entries, and where
+    each conversation message sits in the list (for errors that name it)."""
     conversation: list[dict[str, Any]] = []
     entries: list[Entry] = []
-    for d in messages:
+    positions: list[int] = []
+    for position, d in enumerate(messages):
         if d.get("role") == "activity":
             after = conversation[-1]["id"] if conversation else None
             entries.append({"after": after, "message": d})
         else:
             conversation.append(d)
-    return conversation, entries
+            positions.append(position)
+    return conversation, entries, positions
 
 
 def merged(stored: Any, incoming: Sequence[Entry]) -> list[Entry] | None:

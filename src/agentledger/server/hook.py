@@ -44,8 +44,8 @@ def merge_hook(
     async def hook(ctx: RuntimeContext, msgs: list[Msg]) -> None:
         state = ctx.state
         assert state is not None
-        conversation, activity = split(request.messages)
-        merger = Merger(state.context, conversation)
+        conversation, activity, positions = split(request.messages)
+        merger = Merger(state.context, conversation, positions)
         questions = merger.questions()
         earlier = await earlier_forms(ledger, ctx, questions) if questions else {}
         merge = merger.result(earlier)

@@ -27,6 +27,11 @@ thread is loaded under the run lease:
 Comparisons are made in AG-UI form (``to_agui`` of the stored message against the client's
 canonical dict, as JSON values: ``server.same``), which ``wire.agui`` makes exact for every
 message a client can send.
+
+Only what the run appends is converted to ``Msg``s. Every other client message is still checked
+as the run's input (``from_agui``, a ``UserError`` naming it if it is not valid), unless it is
+a form the server holds or held: that form came from a valid message, so a resent thread costs
+its comparison, not a conversion.
 """
 
 from __future__ import annotations
@@ -74,9 +79,16 @@ class Merger:
     ``result``.
     """
 
-    def __init__(self, stored: Sequence[Msg], incoming: Sequence[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        stored: Sequence[Msg],
+        incoming: Sequence[dict[str, Any]],
+        positions: Sequence[int] | None = None,
+    ) -> None:
         self.stored = list(stored)
         self.incoming = list(incoming)
+        # where each incoming message sat in the client's list, for the errors that name it
+        self.positions = list(range(len(self.incoming)) if positions is None else positions)
         self.views: list[tuple[dict[str, Any], int]] = [
             (d, i) for i, msg in enumerate(self.stored) for d in to_agui([msg])
         ]
@@ -84,14 +96,16 @@ class Merger:
         self.answered = {
             r.id: i for i, m in enumerate(self.stored) for r in m.tool_results
         }  # tool call id -> stored tool message
+        self.held: set[int] = set()  # incoming messages that are a stored form exactly
         self.kinds: list[tuple[str, int]] = self._classify()
 
     # -- classification ----------------------------------------------------------------------
     def _classify(self) -> list[tuple[str, int]]:
         anchored = self._anchored_prefix()
+        self.held.update(range(anchored))
         kinds = [(_KNOWN, i) for _, i in self.views[:anchored]]
-        for d in self.incoming[anchored:]:
-            kinds.append(self._kind(d))
+        for k in range(anchored, len(self.incoming)):
+            kinds.append(self._kind(k))
         return kinds
 
     def _anchored_prefix(self) -> int:
@@ -104,11 +118,13 @@ class Merger:
             return n
         return 0
 
-    def _kind(self, d: dict[str, Any]) -> tuple[str, int]:
+    def _kind(self, k: int) -> tuple[str, int]:
+        d = self.incoming[k]
         known = self.by_id.get(d["id"])
         if known is not None:
             view, i = known
             if same_json(d, view):
+                self.held.add(k)
                 return _KNOWN, i
             if d["role"] == view["role"] and view["role"] in _CLIENT_ROLES:
                 return _EDIT, i  # until the history says it is only an old copy
@@ -134,34 +150,53 @@ class Merger:
         """The merge, given the earlier stored forms of the ids ``questions()`` named."""
         earlier = earlier or {}
         kinds = list(self.kinds)
+        held = set(self.held)
         for k, (kind, i) in enumerate(kinds):
             d = self.incoming[k]
             if kind in (_EDIT, _NEW) and any(same_json(d, e) for e in earlier.get(d["id"], ())):
                 kinds[k] = (_KNOWN, i)  # a form the server held once: an old copy
+                held.add(k)
             elif kind == _NEW and d["id"] in earlier:
                 kinds[k] = (_KNOWN, i)  # a message the server removed itself
         skipped = sum(kind == _KNOWN for kind, _ in kinds)
         edits = [(i, k) for k, (kind, i) in enumerate(kinds) if kind == _EDIT]
-        if edits:
-            return self._fork(kinds, min(edits), skipped)
-        new = [self.incoming[k] for k, (kind, _) in enumerate(kinds) if kind == _NEW]
-        msgs = self._convert(new)
+        fork = min(edits) if edits else None
+        taken = [
+            k
+            for k, (kind, _) in enumerate(kinds)
+            if kind == _NEW or (fork is not None and k >= fork[1] and kind == _EDIT)
+        ]
+        self._check(sorted(set(range(len(kinds))) - held - set(taken)))
+        if fork is not None:
+            return self._fork(kinds, fork, skipped, set(taken))
+        msgs = self._convert(taken)
         return Merge(len(self.stored), self._answers_first(msgs), None, skipped)
 
-    def _fork(self, kinds: list[tuple[str, int]], first: tuple[int, int], skipped: int) -> Merge:
+    def _check(self, ks: list[int]) -> None:
+        """Check the client messages the run neither takes nor finds in a stored form (a
+        changed copy of a server message, say): valid AG-UI, or a ``UserError`` naming one."""
+        from_agui(
+            [self.incoming[k] for k in ks],
+            normalized=True,
+            positions=[self.positions[k] for k in ks],
+        )
+
+    def _fork(
+        self, kinds: list[tuple[str, int]], first: tuple[int, int], skipped: int, taken: set[int]
+    ) -> Merge:
         keep, start = first
-        items: list[Msg | dict[str, Any]] = []
-        taken: set[int] = set()
+        items: list[Msg | int] = []  # stored messages and the client's (by index) in order
+        kept: set[int] = set()
         for k, (kind, i) in enumerate(kinds):
-            if kind == _NEW or (k >= start and kind == _EDIT):
-                items.append(self.incoming[k])
-            elif k >= start and kind == _KNOWN and i >= keep and i not in taken:
-                taken.add(i)
+            if k in taken:
+                items.append(k)
+            elif k >= start and kind == _KNOWN and i >= keep and i not in kept:
+                kept.add(i)
                 items.append(self.stored[i])
         msgs: list[Msg] = []
-        run: list[dict[str, Any]] = []
+        run: list[int] = []
         for item in [*items, None]:
-            if isinstance(item, dict):
+            if isinstance(item, int):
                 run.append(item)
                 continue
             msgs.extend(self._convert(run, allow=self.stored[keep:]))
@@ -170,16 +205,18 @@ class Merger:
                 msgs.append(item)
         return Merge(keep, msgs, self.stored[keep].id, skipped)
 
-    def _convert(self, dicts: list[dict[str, Any]], allow: Sequence[Msg] = ()) -> list[Msg]:
-        """New client messages as ``Msg``s, stamped now; a message whose id the stored thread
-        already holds is dropped (the stored copy wins), except the edited ones in ``allow``."""
-        if not dicts:
+    def _convert(self, ks: list[int], allow: Sequence[Msg] = ()) -> list[Msg]:
+        """The client's messages ``ks`` as ``Msg``s, stamped now; a message whose id the stored
+        thread already holds is dropped (the stored copy wins), except the edited ones in
+        ``allow``."""
+        if not ks:
             return []
         allowed = {m.id for m in allow}
         stored_ids = {m.id for m in self.stored} - allowed
         out: list[Msg] = []
         seen: set[str] = set()
-        for msg in from_agui(dicts, normalized=True):
+        dicts = [self.incoming[k] for k in ks]
+        for msg in from_agui(dicts, normalized=True, positions=[self.positions[k] for k in ks]):
             if msg.id in stored_ids:
                 continue
             if msg.id in seen:

@@ -40,7 +40,7 @@ from agentledger.server.events import EventStream, error_code
 from agentledger.server.hook import STATE_VALUE, merge_hook, merge_of
 from agentledger.server.parse import RunRequest
 from agentledger.store import SessionState
-from agentledger.wire.agui import from_agui, to_agui
+from agentledger.wire.agui import to_agui
 
 __all__ = ["ServerRun", "start_run"]
 
@@ -108,9 +108,8 @@ class ServerRun:
 
     async def _pump(self) -> None:
         try:
-            # the client's messages are the input; the merge hook keeps only what is new
-            msgs = from_agui(self.request.messages, normalized=True)
-            async for event in self.agent.stream(msgs, self.ctx):
+            # the client's messages are the input: the merge hook converts what is new
+            async for event in self.agent.stream(None, self.ctx, _input_from_hook=True):
                 if not self.abandoned:
                     self.queue.put_nowait(event)
         except Exception as exc:  # reported as the run's error

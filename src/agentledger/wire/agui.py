@@ -319,17 +319,23 @@ def _is_branch(part: object) -> bool:
 
 
 def from_agui(
-    messages: Iterable[Mapping[str, Any] | Any], *, normalized: bool = False
+    messages: Iterable[Mapping[str, Any] | Any],
+    *,
+    normalized: bool = False,
+    positions: Iterable[int] | None = None,
 ) -> list[Msg]:
     """Messages for AG-UI messages (dicts or ``ag_ui.core`` models), folding the derived ids of
     ``to_agui`` back into one message each; ``to_agui`` of the result gives the input back
     exactly (see the module docstring). The input is only read; ``created_at`` is ``None``.
-    Raises ``UserError`` for a message that is not valid AG-UI, naming it.
+    Raises ``UserError`` for a message that is not valid AG-UI, naming it by its position.
 
     ``normalized``: the messages are dicts ``normalize_agui`` made (a server's parsed request,
-    validated once as it was read), so they are not validated again."""
+    validated once as it was read), so they are not validated again. ``positions``: where each
+    message sits in the list the client sent, when ``messages`` is a part of it (the names
+    errors give; by default 0, 1, 2 ...)."""
     reader = _Reader()
-    for index, item in enumerate(messages):
+    indexed = enumerate(messages) if positions is None else zip(positions, messages, strict=True)
+    for index, item in indexed:
         d = item if normalized else normalize_agui(item, index)
         try:
             reader.read(d, index)
