@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from agentledger.agent.lifecycle import unanswered_calls
@@ -64,10 +65,25 @@ class Merge:
     """The id of the edited message the thread forks at, if any."""
     skipped: int = 0
     """How many client messages were already stored."""
+    stored: Sequence[Msg] = field(default=(), repr=False)
+    """The stored thread the merge was made against."""
+    forms: Sequence[list[dict[str, Any]]] = field(default=(), repr=False)
+    """The AG-UI messages of each stored message, as the merge compared them."""
 
     @property
     def nothing_new(self) -> bool:
         return not self.input and self.fork_at is None
+
+    def to_agui(self, msgs: Sequence[Msg]) -> list[dict[str, Any]]:
+        """``to_agui(msgs)`` (the thread a run ends with), taking the forms the merge made of
+        the stored messages ``msgs`` still starts with: the same objects, and a ``Msg`` never
+        changes, so converting them again would give the same dicts."""
+        same = 0
+        for held, msg in zip(self.stored, msgs):
+            if held is not msg:
+                break
+            same += 1
+        return [*chain.from_iterable(self.forms[:same]), *to_agui(msgs[same:])]
 
 
 class Merger:
@@ -89,8 +105,9 @@ class Merger:
         self.incoming = list(incoming)
         # where each incoming message sat in the client's list, for the errors that name it
         self.positions = list(range(len(self.incoming)) if positions is None else positions)
+        self.forms = [to_agui([msg]) for msg in self.stored]
         self.views: list[tuple[dict[str, Any], int]] = [
-            (d, i) for i, msg in enumerate(self.stored) for d in to_agui([msg])
+            (d, i) for i, form in enumerate(self.forms) for d in form
         ]
         self.by_id = {d["id"]: (d, i) for d, i in self.views}
         self.answered = {
@@ -170,7 +187,8 @@ class Merger:
         if fork is not None:
             return self._fork(kinds, fork, skipped, set(taken))
         msgs = self._convert(taken)
-        return Merge(len(self.stored), self._answers_first(msgs), None, skipped)
+        appended = self._answers_first(msgs)
+        return Merge(len(self.stored), appended, None, skipped, self.stored, self.forms)
 
     def _check(self, ks: list[int]) -> None:
         """Check the client messages the run neither takes nor finds in a stored form (a
@@ -203,7 +221,7 @@ class Merger:
             run = []
             if item is not None:
                 msgs.append(item)
-        return Merge(keep, msgs, self.stored[keep].id, skipped)
+        return Merge(keep, msgs, self.stored[keep].id, skipped, self.stored, self.forms)
 
     def _convert(self, ks: list[int], allow: Sequence[Msg] = ()) -> list[Msg]:
         """The client's messages ``ks`` as ``Msg``s, stamped now; a message whose id the stored

@@ -189,7 +189,9 @@ class ServerRun:
         return state
 
     def _closing(self, state: SessionState) -> list[Any]:
-        messages = interleave(to_agui(state.context), state.values.get(ACTIVITY_VALUE))
+        merge = merge_of(self.ctx)
+        thread = merge.to_agui(state.context) if merge is not None else to_agui(state.context)
+        messages = interleave(thread, state.values.get(ACTIVITY_VALUE))
         return self.stream.snapshots(state.values.get(STATE_VALUE), messages)
 
     @staticmethod
