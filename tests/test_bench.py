@@ -373,3 +373,23 @@ def test_many_sessions_times_every_size_call_by_call(monkeypatch: pytest.MonkeyP
     per_op = [("100", 0), ("1000", 0), ("1000", 1), ("100", 1), ("100", 2), ("1000", 2)]
     assert calls == per_op * 2
     assert all(set(fig.seconds) == {"load", "search"} for _, _, fig in stores)
+
+
+def test_the_agui_runs_resend_the_thread_and_store_each_turn_once(tmp_path: Path) -> None:
+    """``python -m bench.agui`` on agentledger alone (the peers may not be installed): each run
+    is measured, and a run counts only if the store then holds the thread plus two messages a
+    run (the question and the answer), so a server that duplicated a resent thread fails."""
+    pytest.importorskip("fastapi")
+    out = tmp_path / "report.md"
+    argv = ["--sizes", "8,40", "--systems", "agentledger", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.agui", *argv], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    assert text.startswith("# Benchmarks") and "## AG-UI runs" in text
+    rows = [line for line in text.splitlines() if line.startswith("| agentledger (SQLite) |")]
+    assert len(rows) == 2  # CPU and wall time
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")[1:]]
+        assert len(cells) == 3 and all(c and c[0].isdigit() for c in cells), row
