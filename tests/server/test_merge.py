@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from agentledger import ImageBlock, Msg
 from agentledger.errors import UserError
+from agentledger.server import merge as merge_module
 from agentledger.server.merge import Merger
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing.samples import every_block_message, sample_conversation
-from agentledger.wire.agui import _Reader, from_agui, normalize_agui, to_agui
+from agentledger.wire.agui import _Reader, from_agui, to_agui
 from tests.server.conftest import run, snapshot, user
 from tests.server.model_server import ModelServer
 
@@ -169,25 +170,47 @@ def _call_without_id(d: dict[str, Any]) -> dict[str, Any]:
     return {**d, "toolCalls": calls}
 
 
-@settings(max_examples=150, deadline=None)
+def _content_a_number(d: dict[str, Any]) -> dict[str, Any]:
+    return {**d, "content": 7}  # not AG-UI: only the protocol's models say so
+
+
+_SPOILERS = (_metadata_past_64_bits, _call_without_id, _content_a_number)
+_NAMED_ROLES = ("user", "assistant", "system", "developer")  # with an optional name field
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.integers(1, 3), st.sampled_from(["full", "lagging", "only new"]), st.data())
 def test_a_client_message_is_checked_unless_it_is_a_form_the_server_holds(
     turns: int, resend: str, data: Any
 ) -> None:
-    """Only what a run appends is converted, yet a client message that is not valid AG-UI is
-    refused wherever it sits: a changed copy of a server message, an edit or a new one."""
+    """A resent message equal to a form the server holds is taken as sent; any other one is
+    validated and checked, so one that is not valid AG-UI is refused wherever it sits (a changed
+    copy of a server message, an edit, a new one), one that is valid but not in canonical form
+    (an explicit null) is still recognised, and only what the run appends is converted."""
     stored = [*every_block_message(), *sample_conversation(turns, result_size=40)]
-    views = [normalize_agui(d) for d in to_agui(stored)]
+    views = to_agui(stored)  # what a client resends: the server's last snapshot
     new = [user(f"n{k}", "next") for k in range(data.draw(st.integers(0, 2)))]
     kept = {"full": views, "lagging": views[: len(views) // 2], "only new": []}[resend]
     incoming = [*kept, *new]
-    bad = data.draw(st.sets(st.integers(0, len(incoming) - 1), max_size=3)) if incoming else set()
+    indices = st.integers(0, len(incoming) - 1)
+    bad = data.draw(st.sets(indices, max_size=3)) if incoming else set()
     for k in bad:
-        spoil = _call_without_id if incoming[k].get("toolCalls") else _metadata_past_64_bits
-        incoming[k] = spoil(incoming[k])
-    read = []
-    real_read = _Reader.read
-    with patch.object(_Reader, "read", lambda self, d, i: read.append(i) or real_read(self, d, i)):
+        usable = [f for f in _SPOILERS if f is not _call_without_id or incoming[k].get("toolCalls")]
+        incoming[k] = data.draw(st.sampled_from(usable))(incoming[k])
+    loose = data.draw(st.sets(indices, max_size=3)) - bad if incoming else set()
+    loose = {k for k in loose if incoming[k]["role"] in _NAMED_ROLES and "name" not in incoming[k]}
+    for k in loose:
+        incoming[k] = {**incoming[k], "name": None}
+    read, validated = [], []
+    real_read, real_normalize = _Reader.read, merge_module.normalize_agui
+    with (
+        patch.object(_Reader, "read", lambda self, d, i: read.append(i) or real_read(self, d, i)),
+        patch.object(
+            merge_module,
+            "normalize_agui",
+            lambda d, i: validated.append(i) or real_normalize(d, i),
+        ),
+    ):
         if bad:
             with pytest.raises(UserError) as refused:
                 Merger(stored, incoming).result()
@@ -199,6 +222,7 @@ def test_a_client_message_is_checked_unless_it_is_a_form_the_server_holds(
         merge = Merger(stored, incoming).result()
     assert [m.id for m in merge.input] == [d["id"] for d in new]
     assert read == list(range(len(kept), len(incoming)))  # the new messages alone were read
+    assert sorted(validated) == sorted(loose | set(read))  # and validated, with the loose ones
 
 
 async def test_a_run_reads_only_the_new_messages_of_a_resent_thread(client: Any) -> None:

@@ -28,10 +28,11 @@ Comparisons are made in AG-UI form (``to_agui`` of the stored message against th
 canonical dict, as JSON values: ``server.same``), which ``wire.agui`` makes exact for every
 message a client can send.
 
-Only what the run appends is converted to ``Msg``s. Every other client message is still checked
-as the run's input (``from_agui``, a ``UserError`` naming it if it is not valid), unless it is
-a form the server holds or held: that form came from a valid message, so a resent thread costs
-its comparison, not a conversion.
+A client message that is a form the server holds or held is taken as it is: that form came from
+a valid message. Every other one is validated (``normalize_agui``: the request's parse leaves
+resent messages as sent) and checked as the run's input (``from_agui``), a ``UserError`` naming
+it by position if it is not valid, and only what the run appends is converted to ``Msg``s. So a
+resent thread costs its comparison, not its validation and conversion.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from agentledger.agent.lifecycle import unanswered_calls
 from agentledger.errors import UserError
 from agentledger.messages import Msg
 from agentledger.server.same import same_json
-from agentledger.wire.agui import from_agui, to_agui
+from agentledger.wire.agui import from_agui, normalize_agui, to_agui
 
 __all__ = ["Merge", "Merger"]
 
@@ -90,9 +91,11 @@ class Merger:
     """Classifies the client's messages against the stored thread (see the module docstring).
 
     ``incoming`` holds the client's conversation messages (``server.activity.split`` takes its
-    activity messages apart first). ``questions()`` names the ids whose earlier stored forms are
-    needed to decide; the caller reads them from the ledger's history and passes them to
-    ``result``.
+    activity messages apart first), as ``parse`` left them: each canonical, or a JSON object with
+    a string id and role that is validated here (``normalize_agui``, a ``UserError`` naming its
+    ``positions`` entry) unless it equals a stored form. ``questions()`` names the ids whose
+    earlier stored forms are needed to decide; the caller reads them from the ledger's history
+    and passes them to ``result``.
     """
 
     def __init__(
@@ -136,7 +139,12 @@ class Merger:
         return 0
 
     def _kind(self, k: int) -> tuple[str, int]:
-        d = self.incoming[k]
+        known = self.by_id.get(self.incoming[k]["id"])
+        if known is not None and same_json(self.incoming[k], known[0]):
+            self.held.add(k)
+            return _KNOWN, known[1]
+        # not a form the server holds: validated, and compared again in canonical form
+        d = self.incoming[k] = normalize_agui(self.incoming[k], self.positions[k])
         known = self.by_id.get(d["id"])
         if known is not None:
             view, i = known

@@ -4,9 +4,17 @@ The body is read up to a size limit (``BodyTooLarge`` past it, before the rest i
 as strict JSON (no ``NaN``, no number a float cannot hold), validated as AG-UI 1.0
 ``RunAgentInput`` by the protocol's own models, and checked for what this server
 cannot honour. Nothing is dropped silently: a field the protocol does not define, or ``resume``
-entries for interrupts this server never raised, are refused by name. Messages leave this step
-in their canonical JSON form (camelCase, no ``null`` for an absent field, unknown message fields
-kept), which is the form the merge compares with the store.
+entries for interrupts this server never raised, are refused by name.
+
+Messages are the exception to checking everything here. A client resends the whole thread with
+every run, and validating it with the protocol's models and writing it back in canonical form
+(camelCase, no ``null`` for an absent field, unknown fields kept: ``normalize_agui``) cost more
+than the rest of a run at 12,000 messages. So a message leaves this step as sent when it is a
+JSON object with a string ``id`` and ``role``; the merge, which holds the stored thread, takes a
+message equal to a form the server holds as it is (that form is canonical and valid, so the
+message is too) and validates every other one, by position, before anything is written
+(``server.merge``). Any other message, and every ``activity`` message (stored as sent), is
+validated here.
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ class BodyTooLarge(UserError):
 
 @dataclass(frozen=True, slots=True)
 class RunRequest:
-    """One AG-UI run request, checked. ``messages`` are canonical AG-UI message dicts."""
+    """One AG-UI run request, checked. ``messages`` are the client's message dicts, each
+    canonical or waiting for the merge to validate it (see the module docstring)."""
 
     thread_id: str
     run_id: str
@@ -99,8 +108,10 @@ def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) 
         raise UserError(
             f"the body is not a valid AG-UI RunAgentInput: {_json_problem(exc)}"
         ) from None
+    sent = data.get("messages") if isinstance(data, dict) else None
+    envelope = {**data, "messages": []} if isinstance(sent, list) else data
     try:
-        run = _input_model().model_validate(data)
+        run = _input_model().model_validate(envelope)
     except ValidationError as exc:
         raise UserError(f"the body is not a valid AG-UI RunAgentInput: {brief(exc)}") from None
     if run.model_extra:
@@ -110,7 +121,7 @@ def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) 
         ids = ", ".join(r.interrupt_id for r in run.resume)
         raise UserError(f"resume answers interrupts this agent never raised: {ids}")
     check_id(run.thread_id, "threadId")
-    messages = [normalize_agui(m, index) for index, m in enumerate(run.messages)]
+    messages = [_client_message(m, index) for index, m in enumerate(sent or ())]
     return RunRequest(
         thread_id=run.thread_id,
         run_id=run.run_id,
@@ -121,6 +132,19 @@ def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) 
         forwarded_props=run.forwarded_props,
         parent_run_id=run.parent_run_id,
     )
+
+
+def _client_message(message: Any, index: int) -> dict[str, Any]:
+    """A client message as sent, when the merge can take it from there (a JSON object with a
+    string id and role, not an activity message); otherwise validated now."""
+    if (
+        type(message) is dict
+        and type(message.get("id")) is str
+        and type(message.get("role")) is str
+        and message["role"] != "activity"
+    ):
+        return message
+    return normalize_agui(message, index)
 
 
 def _tool_spec(tool: Any, server_tools: frozenset[str]) -> ToolSpec:
