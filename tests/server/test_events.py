@@ -4,10 +4,11 @@ applies the events ends with exactly the AG-UI messages ``to_agui`` gives for th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger.agent.context import MessageCommitted, ResponseStarted
@@ -21,10 +22,13 @@ from agentledger.agent.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from agentledger.messages.values import freeze, thaw
+from agentledger.server.encode import MessagesSnapshot, frame
 from agentledger.server.events import EventStream, error_code
 from agentledger.server.parse import RunRequest
-from agentledger.wire.agui import to_agui
+from agentledger.wire.agui import from_agui, normalize_agui, to_agui
 from tests.server.conftest import check_order
+from tests.wire.agui_strategies import agui_message
 
 pytest.importorskip("ag_ui.core")
 
@@ -114,3 +118,43 @@ def test_streamed_ids_and_content_are_the_stored_ones(pieces: list[Any]) -> None
 def test_error_codes_are_snake_case() -> None:
     assert error_code("ModelError") == "model_error"
     assert error_code("StoreUnavailableError") == "store_unavailable_error"
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(-1e300, 1e300)
+    | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def activity_message(draw: st.DrawFn) -> dict[str, Any]:
+    """An activity message as a thread's session value gives it back (``server.activity``)."""
+    content = draw(st.dictionaries(st.text(max_size=3), _json_values, max_size=3))
+    sent = {"id": draw(st.text(min_size=1, max_size=4)), "role": "activity"}
+    sent.update(activityType=draw(st.text(max_size=4)), content=content)
+    return thaw(freeze(normalize_agui(sent)))  # type: ignore[no-any-return]
+
+
+@settings(max_examples=300)
+@given(st.lists(agui_message(), max_size=6), st.lists(activity_message(), max_size=2))
+def test_the_closing_snapshot_frame_is_what_the_protocols_encoder_writes(
+    sent: list[dict[str, Any]], activity: list[dict[str, Any]]
+) -> None:
+    """The server writes ``MESSAGES_SNAPSHOT`` itself (``server.encode``); for any thread a
+    store can hold, with activity messages among it, the frame holds the JSON ag_ui's own
+    encoder writes for the same messages."""
+    from ag_ui.core import MessagesSnapshotEvent
+    from ag_ui.encoder import EventEncoder
+
+    messages = [*activity, *to_agui(from_agui(sent))]
+    ours = frame(MessagesSnapshot(messages))
+    theirs = EventEncoder().encode(MessagesSnapshotEvent(messages=messages))
+    assert ours.startswith("data: {") and ours.endswith("}\n\n") and "\n" not in ours[:-2]
+    assert json.loads(ours[len("data: ") :]) == json.loads(theirs[len("data: ") :])

@@ -33,6 +33,7 @@ from agentledger.agent.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from agentledger.server.encode import MessagesSnapshot
 from agentledger.server.merge import Merge
 from agentledger.server.parse import RunRequest
 from agentledger.wire.agui import reasoning_message_id, to_agui
@@ -80,10 +81,10 @@ class EventStream:
         return events
 
     def snapshots(self, state: Any, messages: list[dict[str, Any]]) -> list[Any]:
-        core = self.core
+        """``STATE_SNAPSHOT`` and ``MESSAGES_SNAPSHOT`` (``messages``: ``to_agui`` dicts)."""
         return [
-            core.StateSnapshotEvent(snapshot={} if state is None else state),
-            core.MessagesSnapshotEvent(messages=messages),
+            self.core.StateSnapshotEvent(snapshot={} if state is None else state),
+            MessagesSnapshot(messages),
         ]
 
     def finished(self, version: int, reason: str, pending: list[str]) -> Any:
