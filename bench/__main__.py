@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import facts, pg_throughput, report, report_pg, runner, workload
+from bench import choices, facts, pg_throughput, report, report_pg, runner, workload
 from bench.systems import SYSTEMS
 
 QUICK = {
@@ -165,14 +165,8 @@ def main(argv: list[str]) -> int:
         return _report_only(Path(args.out))
     started = time.perf_counter()
     mode = QUICK if args.quick else FULL
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else mode["sizes"]
-    if any(s % 4 or s <= 0 for s in sizes):
-        sys.exit("--sizes: each size is a positive multiple of 4 (a turn is 4 messages)")
-    names = [s.name for s in SYSTEMS]
-    systems = args.systems.split(",") if args.systems else names
-    unknown = sorted(set(systems) - set(names))
-    if unknown:
-        sys.exit(f"--systems: unknown {', '.join(unknown)}; choose from {', '.join(names)}")
+    sizes = choices.sizes(args.sizes, mode["sizes"])
+    systems = choices.systems(args.systems, [s.name for s in SYSTEMS])
     if args.install_peers:
         install_peers()
 

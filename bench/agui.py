@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -45,6 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import choices
 from bench.runner import PEERS_PYTHON, ROOT, run_child
 from bench.systems import get
 from bench.systems.base import emit
@@ -221,7 +223,8 @@ def _thread_file(turns: int, seed: int) -> str:
     return str(path)
 
 
-def run(sizes: list[int], systems: list[str], mode: dict[str, Any], seed: int) -> Any:
+def run(sizes: list[int], systems: list[str], mode: dict[str, Any], seed: int, root: str) -> Any:
+    """Results by system and size; each child's store is made under ``root``."""
     thread = _thread_file(max(sizes) // TURN, seed)
     results: dict[str, dict[int, Any]] = {}
     for name in systems:
@@ -233,7 +236,7 @@ def run(sizes: list[int], systems: list[str], mode: dict[str, Any], seed: int) -
             sys.stderr.write(f"{name} @ {n:,} messages ... ")
             sys.stderr.flush()
             started = time.perf_counter()
-            workdir = tempfile.mkdtemp(prefix=f"agui-{name}-{n}-", dir=str(OUT))
+            workdir = tempfile.mkdtemp(prefix=f"{name}-{n}-", dir=root)
             child = {"system": name, "messages": n, "runs": mode["runs"], "thread": thread}
             child["workdir"] = workdir
             args = ["bench.agui", "--child", json.dumps(child)]
@@ -317,11 +320,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--quick", action="store_true", help="400 and 4,000 messages, fewer runs")
-    p.add_argument("--sizes", help="comma-separated thread lengths (multiples of 4, >= 8)")
-    p.add_argument("--systems", help="comma-separated names (default: " + ",".join(SYSTEMS) + ")")
-    p.add_argument("--out", default="docs/benchmarks.md", help="the report to put the section in")
-    p.add_argument("--seed", type=int, default=0)
+    choices.add_options(p, quick="400 and 4,000 messages, fewer runs", systems=list(SYSTEMS))
     p.add_argument("--child", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -334,20 +333,16 @@ def main(argv: list[str]) -> int:
     from bench.shifts import replace_section
 
     mode = QUICK if args.quick else FULL
-    try:
-        sizes = sorted(int(s) for s in args.sizes.split(",")) if args.sizes else mode["sizes"]
-    except ValueError:
-        sys.exit(f"--sizes: comma-separated whole numbers, got {args.sizes!r}")
-    if not sizes or any(s % TURN or s < 8 for s in sizes):
-        sys.exit("--sizes: each a multiple of 4, at least 8")
-    systems = args.systems.split(",") if args.systems else list(SYSTEMS)
-    unknown = sorted(set(systems) - set(SYSTEMS))
-    if unknown:
-        sys.exit(f"--systems: unknown {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
+    sizes = choices.sizes(args.sizes, mode["sizes"], minimum=8)
+    systems = choices.systems(args.systems, list(SYSTEMS))
     OUT.mkdir(parents=True, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="agentledger-agui-", dir=str(OUT))
     load_start = os.getloadavg()[0]
-    machine = facts.machine(tempfile.mkdtemp(prefix="agui-facts-", dir=str(OUT)), ROOT)
-    results = run(sizes, systems, mode, args.seed)
+    try:
+        machine = facts.machine(root, ROOT)
+        results = run(sizes, systems, mode, args.seed, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     meta = {
         "machine": machine,
         "runs": mode["runs"],

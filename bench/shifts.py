@@ -54,6 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import choices
 from bench.measure import measure
 from bench.runner import PEERS_PYTHON, run_child
 from bench.systems import get
@@ -650,11 +651,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--quick", action="store_true", help="400 and 4,000 messages, 3 saves each")
-    p.add_argument("--sizes", help="comma-separated session lengths (multiples of 4, >= 16)")
-    p.add_argument("--systems", help="comma-separated names (default: " + ",".join(SYSTEMS) + ")")
-    p.add_argument("--out", default="docs/benchmarks.md", help="the report to put the section in")
-    p.add_argument("--seed", type=int, default=0)
+    choices.add_options(p, quick="400 and 4,000 messages, 3 saves each", systems=list(SYSTEMS))
     p.add_argument(
         "--report-only",
         action="store_true",
@@ -677,16 +674,8 @@ def main(argv: list[str]) -> int:
 
     started = time.perf_counter()
     mode = QUICK if args.quick else FULL
-    try:
-        sizes = sorted(int(s) for s in args.sizes.split(",")) if args.sizes else mode["sizes"]
-    except ValueError:
-        sys.exit(f"--sizes: comma-separated whole numbers, got {args.sizes!r}")
-    if not sizes or any(s % TURN or s < 16 for s in sizes):
-        sys.exit("--sizes: each a multiple of 4, at least 16")
-    systems = args.systems.split(",") if args.systems else list(SYSTEMS)
-    unknown = sorted(set(systems) - set(SYSTEMS))
-    if unknown:
-        sys.exit(f"--systems: unknown {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
+    sizes = choices.sizes(args.sizes, mode["sizes"], minimum=16)
+    systems = choices.systems(args.systems, list(SYSTEMS))
     out_dir = OUT
     jsonl, dicts = workload.ensure(str(out_dir), max(sizes) // TURN + EXTRA_TURNS, args.seed)
     workdir = tempfile.mkdtemp(prefix="agentledger-shifts-", dir=str(out_dir))
