@@ -248,21 +248,3 @@ async def test_an_invalid_copy_of_a_server_message_is_refused_by_its_position(
     assert response.status_code == 422, response.text
     assert f"message {history[1]['id']!r} cannot be stored" in response.json()["error"]["message"]
     assert [m.id for m in await ledger.messages("t")] == [d["id"] for d in history]
-
-
-def test_the_thread_a_run_ends_with_is_written_as_to_agui_writes_it() -> None:
-    """The closing snapshot takes the merge's forms of the stored messages it still starts with
-    (the same objects); whatever the run did to the thread, it is ``to_agui`` of it."""
-    stored = [*every_block_message(), *sample_conversation(2, result_size=40)]
-    merge = Merger(stored, [*to_agui(stored), user("n0", "next")]).result()
-    answer = Msg.assistant("done")
-    changed = stored[1].replace(content="the first question, edited")
-    for thread in (
-        stored,
-        [*stored, *merge.input, answer],
-        [*stored[:3], answer, *stored[3:]],
-        [stored[0], changed, *stored[2:]],
-        stored[4:],
-        [],
-    ):
-        assert merge.to_agui(thread) == to_agui(thread)

@@ -36,13 +36,13 @@ from agentledger.errors import (
 from agentledger.server.activity import ACTIVITY_VALUE, interleave
 from agentledger.server.auth import Auth, Unauthorized
 from agentledger.server.encode import MEDIA_TYPE, frames
+from agentledger.server.forms import AguiForms
 from agentledger.server.hook import STATE_VALUE
 from agentledger.server.parse import BodyTooLarge, parse_run_input, read_body
 from agentledger.server.runner import start_run
 from agentledger.store import Ledger, Store
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ids import DEFAULT_TENANT
-from agentledger.wire.agui import to_agui
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -91,6 +91,7 @@ def create_app(
     served: ReActAgent = agent
     gate = Auth(auth, tenant=tenant)
     server_tools = frozenset(served.tools)
+    forms = AguiForms()  # the AG-UI forms of the messages runs compare and send
     app = fastapi.FastAPI(title="agentledger AG-UI server", docs_url=None, redoc_url=None)
 
     def error(exc: BaseException) -> Any:
@@ -118,7 +119,7 @@ def create_app(
     async def run(request: Any, tenant: str) -> Any:
         body = await read_body(request.stream(), max_body, request.headers.get("content-length"))
         run_request = parse_run_input(body, server_tools=server_tools)
-        started = await start_run(served, run_request, tenant)
+        started = await start_run(served, run_request, tenant, forms)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(frames(started.events()), media_type=MEDIA_TYPE, headers=headers)
 
@@ -154,7 +155,7 @@ def create_app(
         out: dict[str, Any] = {
             "threadId": thread,
             "version": state.version,
-            "messages": interleave(to_agui(state.context), state.values.get(ACTIVITY_VALUE)),
+            "messages": interleave(forms.thread(state.context), state.values.get(ACTIVITY_VALUE)),
         }
         if STATE_VALUE in state.values:
             out["state"] = state.values[STATE_VALUE]

@@ -21,6 +21,7 @@ from agentledger.agent.lifecycle import CLIENT, PENDING_VALUE, state_of, unanswe
 from agentledger.errors import CodecError, HistoryError, UserError
 from agentledger.messages import Msg, ToolResultBlock
 from agentledger.server.activity import ACTIVITY_VALUE, merged, split
+from agentledger.server.forms import AguiForms
 from agentledger.server.merge import Merge, Merger
 from agentledger.server.parse import NO_STATE, RunRequest
 from agentledger.server.same import same_json
@@ -37,15 +38,19 @@ MERGE_KEY = "agui.merge"
 
 
 def merge_hook(
-    request: RunRequest, ledger: AsyncLedger, chained: OnStateLoaded | None = None
+    request: RunRequest,
+    ledger: AsyncLedger,
+    chained: OnStateLoaded | None = None,
+    forms: AguiForms | None = None,
 ) -> OnStateLoaded:
-    """The hook for one run of ``request`` (``chained``, the agent's own hook, runs after)."""
+    """The hook for one run of ``request`` (``chained``, the agent's own hook, runs after;
+    ``forms``, the server's AG-UI forms of its messages)."""
 
     async def hook(ctx: RuntimeContext, msgs: list[Msg]) -> None:
         state = ctx.state
         assert state is not None
         conversation, activity, positions = split(request.messages)
-        merger = Merger(state.context, conversation, positions)
+        merger = Merger(state.context, conversation, positions, forms)
         questions = merger.questions()
         earlier = await earlier_forms(ledger, ctx, questions) if questions else {}
         merge = merger.result(earlier)

@@ -39,14 +39,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from agentledger.agent.lifecycle import unanswered_calls
 from agentledger.errors import UserError
 from agentledger.messages import Msg
+from agentledger.server.forms import AguiForms
 from agentledger.server.same import same_json
-from agentledger.wire.agui import from_agui, normalize_agui, to_agui
+from agentledger.wire.agui import from_agui, normalize_agui
 
 __all__ = ["Merge", "Merger"]
 
@@ -66,25 +66,10 @@ class Merge:
     """The id of the edited message the thread forks at, if any."""
     skipped: int = 0
     """How many client messages were already stored."""
-    stored: Sequence[Msg] = field(default=(), repr=False)
-    """The stored thread the merge was made against."""
-    forms: Sequence[list[dict[str, Any]]] = field(default=(), repr=False)
-    """The AG-UI messages of each stored message, as the merge compared them."""
 
     @property
     def nothing_new(self) -> bool:
         return not self.input and self.fork_at is None
-
-    def to_agui(self, msgs: Sequence[Msg]) -> list[dict[str, Any]]:
-        """``to_agui(msgs)`` (the thread a run ends with), taking the forms the merge made of
-        the stored messages ``msgs`` still starts with: the same objects, and a ``Msg`` never
-        changes, so converting them again would give the same dicts."""
-        same = 0
-        for held, msg in zip(self.stored, msgs):
-            if held is not msg:
-                break
-            same += 1
-        return [*chain.from_iterable(self.forms[:same]), *to_agui(msgs[same:])]
 
 
 class Merger:
@@ -93,9 +78,10 @@ class Merger:
     ``incoming`` holds the client's conversation messages (``server.activity.split`` takes its
     activity messages apart first), as ``parse`` left them: each canonical, or a JSON object with
     a string id and role that is validated here (``normalize_agui``, a ``UserError`` naming its
-    ``positions`` entry) unless it equals a stored form. ``questions()`` names the ids whose
-    earlier stored forms are needed to decide; the caller reads them from the ledger's history
-    and passes them to ``result``.
+    ``positions`` entry) unless it equals a stored form. The stored messages' forms come from
+    ``forms`` (a server keeps one from run to run). ``questions()`` names the ids whose earlier
+    stored forms are needed to decide; the caller reads them from the ledger's history and passes
+    them to ``result``.
     """
 
     def __init__(
@@ -103,12 +89,13 @@ class Merger:
         stored: Sequence[Msg],
         incoming: Sequence[dict[str, Any]],
         positions: Sequence[int] | None = None,
+        forms: AguiForms | None = None,
     ) -> None:
         self.stored = list(stored)
         self.incoming = list(incoming)
         # where each incoming message sat in the client's list, for the errors that name it
         self.positions = list(range(len(self.incoming)) if positions is None else positions)
-        self.forms = [to_agui([msg]) for msg in self.stored]
+        self.forms = list(map((AguiForms() if forms is None else forms).of, self.stored))
         self.views: list[tuple[dict[str, Any], int]] = [
             (d, i) for i, form in enumerate(self.forms) for d in form
         ]
@@ -195,8 +182,7 @@ class Merger:
         if fork is not None:
             return self._fork(kinds, fork, skipped, set(taken))
         msgs = self._convert(taken)
-        appended = self._answers_first(msgs)
-        return Merge(len(self.stored), appended, None, skipped, self.stored, self.forms)
+        return Merge(len(self.stored), self._answers_first(msgs), None, skipped)
 
     def _check(self, ks: list[int]) -> None:
         """Check the client messages the run neither takes nor finds in a stored form (a
@@ -229,7 +215,7 @@ class Merger:
             run = []
             if item is not None:
                 msgs.append(item)
-        return Merge(keep, msgs, self.stored[keep].id, skipped, self.stored, self.forms)
+        return Merge(keep, msgs, self.stored[keep].id, skipped)
 
     def _convert(self, ks: list[int], allow: Sequence[Msg] = ()) -> list[Msg]:
         """The client's messages ``ks`` as ``Msg``s, stamped now; a message whose id the stored

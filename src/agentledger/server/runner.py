@@ -37,10 +37,10 @@ from agentledger.agent.react import ReActAgent
 from agentledger.errors import AgentLedgerError
 from agentledger.server.activity import ACTIVITY_VALUE, interleave
 from agentledger.server.events import EventStream, error_code
+from agentledger.server.forms import AguiForms
 from agentledger.server.hook import STATE_VALUE, merge_hook, merge_of
 from agentledger.server.parse import RunRequest
 from agentledger.store import SessionState
-from agentledger.wire.agui import to_agui
 
 __all__ = ["ServerRun", "start_run"]
 
@@ -55,9 +55,12 @@ class _Failed:
     error: BaseException
 
 
-async def start_run(agent: ReActAgent, request: RunRequest, tenant: str) -> ServerRun:
-    """Start a run; raises (``SessionBusyError``, ``UserError`` ...) before any event."""
-    run = ServerRun(agent, request, tenant)
+async def start_run(
+    agent: ReActAgent, request: RunRequest, tenant: str, forms: AguiForms | None = None
+) -> ServerRun:
+    """Start a run; raises (``SessionBusyError``, ``UserError`` ...) before any event.
+    ``forms``: the server's AG-UI forms of its messages, kept from run to run."""
+    run = ServerRun(agent, request, tenant, forms)
     await run.start()
     return run
 
@@ -65,10 +68,17 @@ async def start_run(agent: ReActAgent, request: RunRequest, tenant: str) -> Serv
 class ServerRun:
     """A started run; ``events()`` yields its AG-UI events, once."""
 
-    def __init__(self, agent: ReActAgent, request: RunRequest, tenant: str) -> None:
+    def __init__(
+        self,
+        agent: ReActAgent,
+        request: RunRequest,
+        tenant: str,
+        forms: AguiForms | None = None,
+    ) -> None:
         self.agent = agent
         self.request = request
         self.ledger = agent.ledger
+        self.forms = AguiForms() if forms is None else forms
         self.stream = EventStream(request)
         self.ctx = RuntimeContext(
             session_id=request.thread_id,
@@ -81,7 +91,7 @@ class ServerRun:
                     "forwardedProps": request.forwarded_props,
                 }
             },
-            on_state_loaded=merge_hook(request, self.ledger, agent.on_state_loaded),
+            on_state_loaded=merge_hook(request, self.ledger, agent.on_state_loaded, self.forms),
             client_tools=request.tools,
             instructions=request.instructions(),
         )
@@ -189,9 +199,7 @@ class ServerRun:
         return state
 
     def _closing(self, state: SessionState) -> list[Any]:
-        merge = merge_of(self.ctx)
-        thread = merge.to_agui(state.context) if merge is not None else to_agui(state.context)
-        messages = interleave(thread, state.values.get(ACTIVITY_VALUE))
+        messages = interleave(self.forms.thread(state.context), state.values.get(ACTIVITY_VALUE))
         return self.stream.snapshots(state.values.get(STATE_VALUE), messages)
 
     @staticmethod
