@@ -17,6 +17,7 @@ from agentledger.server.merge import Merger
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing.samples import every_block_message, sample_conversation
 from agentledger.wire.agui import _Reader, from_agui, to_agui
+from agentledger.wire.validate import _Validator
 from tests.server.conftest import run, snapshot, user
 from tests.server.model_server import ModelServer
 
@@ -248,3 +249,23 @@ async def test_an_invalid_copy_of_a_server_message_is_refused_by_its_position(
     assert response.status_code == 422, response.text
     assert f"message {history[1]['id']!r} cannot be stored" in response.json()["error"]["message"]
     assert [m.id for m in await ledger.messages("t")] == [d["id"] for d in history]
+
+
+async def test_a_run_checks_the_thread_from_where_the_last_check_ended(client: Any) -> None:
+    """The merge's strict check of the thread it would continue shares the agent's history
+    checker: after the first run, every check walks only what was added since the last one."""
+    walked: list[tuple[int, int]] = []  # (messages checked, from)
+    real_init = _Validator.__init__
+
+    def spy(self: Any, msgs: Any, target: Any, start: int = 0, before: Any = None) -> None:
+        if target == "strict":  # not the provider adapter's own check of what it sends
+            walked.append((len(msgs), start))
+        real_init(self, msgs, target, start, before)
+
+    history: list[dict[str, Any]] = []
+    with patch.object(_Validator, "__init__", spy):
+        for n in range(4):
+            history.append(user(f"u{n}", f"turn {n}"))
+            history = snapshot(await run(client, "t", history))
+    assert walked[0] == (1, 0)  # the first question, checked whole
+    assert all(length - start <= 2 for length, start in walked), walked

@@ -251,6 +251,12 @@ class ReActAgent:
                 del self._runs[key]
 
     # -- one run -----------------------------------------------------------------------------
+    def history_checker(self, session_id: str, tenant: str | None = None) -> HistoryChecker:
+        """The checker this agent keeps for a session's history (``_checker``). Code that checks
+        a history the session is about to run on (the AG-UI server's input merge) shares its
+        walk: a history that begins with the last one that passed costs what was added since."""
+        return self._checker(self.ledger.sync.key(session_id, tenant))
+
     def _checker(self, key: SessionKey) -> HistoryChecker:
         """The session's history checker, kept from run to run (for the ``KEPT_CHECKERS``
         sessions run most recently): a run's context is made of the objects the last run left,

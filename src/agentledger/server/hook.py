@@ -26,7 +26,7 @@ from agentledger.server.merge import Merge, Merger
 from agentledger.server.parse import NO_STATE, RunRequest
 from agentledger.server.same import same_json
 from agentledger.store.aio import AsyncLedger
-from agentledger.wire import check
+from agentledger.wire import HistoryChecker
 from agentledger.wire.agui import to_agui
 
 __all__ = ["MERGE_KEY", "STATE_VALUE", "merge_hook"]
@@ -42,9 +42,11 @@ def merge_hook(
     ledger: AsyncLedger,
     chained: OnStateLoaded | None = None,
     forms: AguiForms | None = None,
+    checker: HistoryChecker | None = None,
 ) -> OnStateLoaded:
     """The hook for one run of ``request`` (``chained``, the agent's own hook, runs after;
-    ``forms``, the server's AG-UI forms of its messages)."""
+    ``forms``, the server's AG-UI forms of its messages; ``checker``, the thread's history
+    checker, so the thread is checked from where its last check ended)."""
 
     async def hook(ctx: RuntimeContext, msgs: list[Msg]) -> None:
         state = ctx.state
@@ -55,7 +57,7 @@ def merge_hook(
         earlier = await earlier_forms(ledger, ctx, questions) if questions else {}
         merge = merger.result(earlier)
         pending = state.values.get(PENDING_VALUE) or {}
-        _check_runnable(state.context[: merge.keep], merge.input, pending)
+        _check_runnable(state.context[: merge.keep], merge.input, pending, checker)
         ctx.attributes[MERGE_KEY] = merge
         del state.context[merge.keep :]
         msgs[:] = merge.input
@@ -112,9 +114,11 @@ async def earlier_forms(
     return {k: v for k, v in forms.items() if v}
 
 
-def _check_runnable(kept: list[Msg], new: list[Msg], pending: Any) -> None:
+def _check_runnable(
+    kept: list[Msg], new: list[Msg], pending: Any, checker: HistoryChecker | None
+) -> None:
     """Refuse (``UserError``, HTTP 422) an input the run could not go on with, before anything
-    is saved: the thread must stay valid for every strict provider."""
+    is saved: the thread must stay valid for every strict provider (``checker``, strict)."""
     if not new:
         return
     waiting = unanswered_calls(kept)
@@ -131,7 +135,7 @@ def _check_runnable(kept: list[Msg], new: list[Msg], pending: Any) -> None:
         Msg.tool(ToolResultBlock(id=c.id, name=c.name)) for c in waiting if c.id not in answered
     ]
     try:
-        check([*kept, *placeholders, *new], target="strict")
+        (HistoryChecker() if checker is None else checker).check([*kept, *placeholders, *new])
     except HistoryError as exc:
         problems = "; ".join(str(f) for f in exc.findings)
         raise UserError(f"the thread would not be valid with these messages: {problems}") from None

@@ -37,6 +37,7 @@ resent thread costs its comparison, not its validation and conversion.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,9 +101,6 @@ class Merger:
             (d, i) for i, form in enumerate(self.forms) for d in form
         ]
         self.by_id = {d["id"]: (d, i) for d, i in self.views}
-        self.answered = {
-            r.id: i for i, m in enumerate(self.stored) for r in m.tool_results
-        }  # tool call id -> stored tool message
         self.held: set[int] = set()  # incoming messages that are a stored form exactly
         self.kinds: list[tuple[str, int]] = self._classify()
 
@@ -141,9 +139,15 @@ class Merger:
             if d["role"] == view["role"] and view["role"] in _CLIENT_ROLES:
                 return _EDIT, i  # until the history says it is only an old copy
             return _KNOWN, i  # the server's copy is authoritative
-        if d["role"] == "tool" and d.get("toolCallId") in self.answered:
-            return _KNOWN, self.answered[d["toolCallId"]]
+        if d["role"] == "tool" and d.get("toolCallId") in self._answered:
+            return _KNOWN, self._answered[d["toolCallId"]]
         return _NEW, -1
+
+    @functools.cached_property
+    def _answered(self) -> dict[str, int]:
+        """Tool call id -> the stored message holding its result (read only for a client tool
+        message the stored thread does not hold under its id)."""
+        return {r.id: i for i, m in enumerate(self.stored) for r in m.tool_results}
 
     def questions(self) -> set[str]:
         """Ids to look up in the thread's history: changed client messages (an edit, or a copy

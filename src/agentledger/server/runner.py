@@ -91,7 +91,13 @@ class ServerRun:
                     "forwardedProps": request.forwarded_props,
                 }
             },
-            on_state_loaded=merge_hook(request, self.ledger, agent.on_state_loaded, self.forms),
+            on_state_loaded=merge_hook(
+                request,
+                self.ledger,
+                agent.on_state_loaded,
+                self.forms,
+                agent.history_checker(request.thread_id, tenant),
+            ),
             client_tools=request.tools,
             instructions=request.instructions(),
         )
