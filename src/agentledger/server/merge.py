@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from agentledger.agent.lifecycle import unanswered_calls
@@ -97,10 +98,12 @@ class Merger:
         # where each incoming message sat in the client's list, for the errors that name it
         self.positions = list(range(len(self.incoming)) if positions is None else positions)
         self.forms = list(map((AguiForms() if forms is None else forms).of, self.stored))
-        self.views: list[tuple[dict[str, Any], int]] = [
-            (d, i) for i, form in enumerate(self.forms) for d in form
-        ]
-        self.by_id = {d["id"]: (d, i) for d, i in self.views}
+        # the stored thread in AG-UI form, the stored message each view is of, views by id
+        # (indices rather than pairs: a resent thread of 12,000 would make 24,000 tuples, and
+        # each new container of a run makes the collector's passes over it longer)
+        self.views: list[dict[str, Any]] = list(chain.from_iterable(self.forms))
+        self.owner: list[int] = [i for i, form in enumerate(self.forms) for _ in form]
+        self.by_id: dict[str, int] = {d["id"]: v for v, d in enumerate(self.views)}
         self.held: set[int] = set()  # incoming messages that are a stored form exactly
         self.kinds: list[tuple[str, int]] = self._classify()
 
@@ -108,7 +111,7 @@ class Merger:
     def _classify(self) -> list[tuple[str, int]]:
         anchored = self._anchored_prefix()
         self.held.update(range(anchored))
-        kinds = [(_KNOWN, i) for _, i in self.views[:anchored]]
+        kinds = [(_KNOWN, i) for i in self.owner[:anchored]]
         for k in range(anchored, len(self.incoming)):
             kinds.append(self._kind(k))
         return kinds
@@ -117,22 +120,22 @@ class Merger:
         """How many input messages the seed's anchor rule skips at once: the input up to the
         last stored id, when it is exactly the stored thread (the common, full resend)."""
         n = len(self.views)
-        if not n or len(self.incoming) < n or self.incoming[n - 1]["id"] != self.views[-1][0]["id"]:
+        if not n or len(self.incoming) < n or self.incoming[n - 1]["id"] != self.views[-1]["id"]:
             return 0
-        if all(map(same_json, self.incoming, (v for v, _ in self.views))):
+        if all(map(same_json, self.incoming, self.views)):
             return n
         return 0
 
     def _kind(self, k: int) -> tuple[str, int]:
-        known = self.by_id.get(self.incoming[k]["id"])
-        if known is not None and same_json(self.incoming[k], known[0]):
+        v = self.by_id.get(self.incoming[k]["id"])
+        if v is not None and same_json(self.incoming[k], self.views[v]):
             self.held.add(k)
-            return _KNOWN, known[1]
+            return _KNOWN, self.owner[v]
         # not a form the server holds: validated, and compared again in canonical form
         d = self.incoming[k] = normalize_agui(self.incoming[k], self.positions[k])
-        known = self.by_id.get(d["id"])
-        if known is not None:
-            view, i = known
+        v = self.by_id.get(d["id"])
+        if v is not None:
+            view, i = self.views[v], self.owner[v]
             if same_json(d, view):
                 self.held.add(k)
                 return _KNOWN, i
