@@ -1,10 +1,10 @@
 """Hostile input over HTTP: generated requests against a real uvicorn server on loopback.
 
 Hypothesis builds requests of every kind the API takes and many it does not: AG-UI run bodies
-with wrong types, unknown roles and fields, deep nesting and odd unicode; raw bytes and
-half-JSON; hostile thread ids, message ids and tool-call ids (path traversal, NUL, 257+
-characters, confusables, URL-encoded slashes); junk query values and tokens; bodies over the
-limit, declared or streamed. Every answer must be a 2xx or 4xx that says what was wrong (a 4xx
+with wrong types, unknown roles and fields (among them a field of another role on a valid
+message), deep nesting and odd unicode; raw bytes and half-JSON; hostile thread ids, message
+ids and tool-call ids (path traversal, NUL, 257+ characters, confusables, URL-encoded slashes);
+junk query values and tokens; bodies over the limit, declared or streamed. Every answer must be a 2xx or 4xx that says what was wrong (a 4xx
 as JSON with a code and a message; a 200 run as a well-formed event stream that does not end in
 an internal error), never a 5xx or a dropped connection; neither the app nor uvicorn logs an
 error. Afterwards every version committed before the requests (threads seeded under two
@@ -176,6 +176,21 @@ mutated_body = st.builds(
                      "forwardedProps", "resume", "colour"]),
     json_values,
 )  # fmt: skip
+#: A field of some role, on a message of any role: there an unknown field, kept as sent.
+_ROLE_FIELDS = ["toolCalls", "toolCallId", "error", "name", "content", "activityType"]
+damaged_body = st.builds(
+    lambda body, k, key, junk: {
+        **body,
+        "messages": [
+            {**m, key: junk} if i == k % len(body["messages"]) else m
+            for i, m in enumerate(body["messages"])
+        ],
+    },
+    valid_body,
+    st.integers(0, 3),
+    st.sampled_from(_ROLE_FIELDS),
+    st.one_of(json_values, tool_calls),
+)  # fmt: skip
 nested = st.builds(
     lambda open_, n, value: (open_ * n + value + (b"]" if open_ == b"[" else b"}") * n),
     st.sampled_from([b"[", b'{"a":']), st.sampled_from([10, 200, 1000, 5000]),
@@ -215,6 +230,7 @@ cursors = st.one_of(
 requests = st.one_of(
     st.tuples(st.just("run"), st.one_of(valid_body, valid_body, mutated_body, run_body), auth),
     st.tuples(st.just("run"), valid_body, auth),
+    st.tuples(st.just("run"), damaged_body, auth),
     st.tuples(st.just("raw"), raw, auth),
     st.tuples(st.just("messages"), st.tuples(threads, st.booleans(), versions), auth),
     st.tuples(st.just("threads"), st.tuples(maybe(st.text(max_size=6)), maybe(cursors)), auth),

@@ -123,5 +123,11 @@ def agui_message(draw: st.DrawFn) -> dict[str, Any]:
         extra["metadata"] = st.one_of(
             common_fields["metadata"], st.just({"agentledger": {"redacted": True}})
         )
-    d.update(draw(_optional(**extra)))
+    # a field another role defines is an unknown field here, whatever it holds
+    foreign = {f: json_values for f in _ROLE_FIELDS if f not in extra and f not in d}
+    d.update(draw(_optional(**extra, **foreign)))
     return normalized(d)
+
+
+#: Fields some roles define: on a message of another role, unknown fields like any other.
+_ROLE_FIELDS = ("toolCalls", "toolCallId", "error", "name", "activityType")

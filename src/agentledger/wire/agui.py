@@ -439,7 +439,8 @@ class _Reader:
             self.sources.append((source, at, n))
         content: list[Block] = [b for _, b, _ in own]
         content.extend(_parse_content(d.get("content"), index))
-        for call in d.get("toolCalls") or ():
+        # toolCalls are an assistant's: on another message an unknown field, kept by its fix
+        for call in (d.get("toolCalls") if role == "assistant" else None) or ():
             self.calls.append((call, at, len(content)))
             content.append(self._call(call, index))
         metadata = dict(meta or {})
