@@ -4,13 +4,13 @@ Hypothesis builds requests of every kind the API takes and many it does not: AG-
 with wrong types, unknown roles and fields (among them a field of another role on a valid
 message), deep nesting and odd unicode; raw bytes and half-JSON; hostile thread ids, message
 ids and tool-call ids (path traversal, NUL, 257+ characters, confusables, URL-encoded slashes);
-junk query values and tokens; bodies over the limit, declared or streamed. Every answer must be a 2xx or 4xx that says what was wrong (a 4xx
-as JSON with a code and a message; a 200 run as a well-formed event stream that does not end in
-an internal error), never a 5xx or a dropped connection; neither the app nor uvicorn logs an
-error. Afterwards every version committed before the requests (threads seeded under two
-tenants) still loads exactly, every thread passes strict validation (a frontend tool call may
-still be waiting for the client), and the second tenant's threads were neither shown nor
-changed.
+junk query values and tokens; bodies over the limit, declared or streamed. Every answer must
+be a 2xx or 4xx that says what was wrong (a 4xx as JSON with a code and a message; a 200 run as
+a well-formed event stream that does not end in an internal error), never a 5xx or a dropped
+connection; neither the app nor uvicorn logs an error. Afterwards every version committed
+before the requests (threads seeded under two tenants) still loads exactly, every thread passes
+strict validation (a frontend tool call may still be waiting for the client), and the second
+tenant's threads were neither shown nor changed.
 
 CI size: 200 generated requests; ``AGENTLEDGER_HTTP_FUZZ`` sets the number.
 """

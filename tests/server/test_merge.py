@@ -20,6 +20,7 @@ from agentledger.wire.agui import _Reader, from_agui, to_agui
 from agentledger.wire.validate import _Validator
 from tests.server.conftest import run, snapshot, user
 from tests.server.model_server import ModelServer
+from tests.wire.agui_strategies import json_values
 
 
 async def stored_ids(ledger: AsyncLedger, thread: str = "t") -> list[str]:
@@ -269,3 +270,61 @@ async def test_a_run_checks_the_thread_from_where_the_last_check_ended(client: A
             history = snapshot(await run(client, "t", history))
     assert walked[0] == (1, 0)  # the first question, checked whole
     assert all(length - start <= 2 for length, start in walked), walked
+
+
+_FIELDS = ["id", "role", "content", "toolCalls", "toolCallId", "name", "metadata", "error", "zz"]
+_damage = st.tuples(
+    st.integers(0, 10**6),  # which message (modulo the thread's length)
+    st.sampled_from(_FIELDS),
+    st.one_of(
+        st.sampled_from(["x", [1], [{}], {"a": 1}, "", 0, None, 2**64, "\ud800"]), json_values
+    ),
+    st.booleans(),  # remove the field instead
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_damage, min_size=1, max_size=3), st.booleans())
+def test_a_resent_thread_with_damaged_messages_is_run_or_refused_whole(
+    damages: list[tuple[int, str, Any, bool]], duplicate: bool
+) -> None:
+    """A client resending the thread with messages changed anyhow (junk in any field, a field
+    gone, a message twice) gets a run (200) or a 422, never a server error; a refused run leaves
+    the thread as it was, and a run leaves it valid for strict providers."""
+    import asyncio
+    import json
+
+    from agentledger.server import create_app
+    from agentledger.testing import ScriptedModel
+    from agentledger.wire import check
+    from tests.server.conftest import client_for
+
+    async def scenario() -> None:
+        ledger = AsyncLedger("memory://")
+        await ledger.save("t", [*every_block_message(), *sample_conversation(2, result_size=40)])
+        before = await ledger.messages("t")
+        thread = [*to_agui(before), user("q", "next")]
+        for at, key, junk, remove in damages:
+            d = dict(thread[at % len(thread)])
+            if remove:
+                d.pop(key, None)
+            else:
+                d[key] = junk
+            thread[at % len(thread)] = d
+        if duplicate:
+            thread.insert(1, thread[-2])
+        body = json.dumps({"threadId": "t", "runId": "r", "messages": thread}).encode()
+        app = create_app(model=ScriptedModel(["ok"]), store=ledger)
+        async with client_for(app) as client:
+            response = await client.post(
+                "/", content=body, headers={"content-type": "application/json"}
+            )
+        assert response.status_code in (200, 422), response.text[-500:]
+        after = await ledger.messages("t")
+        if response.status_code == 422:
+            assert after == before
+        else:
+            assert "RUN_ERROR" not in response.text, response.text[-500:]
+            check(after, target="strict")
+
+    asyncio.run(scenario())
