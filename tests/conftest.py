@@ -14,10 +14,10 @@ def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
     real = ledger_module.diff_list
 
-    def spy(committed, new, known=(), *, unchanged=0, kept=None):  # type: ignore[no-untyped-def]
-        known_kept = unchanged if kept is None else sum(count for _, _, count in kept)
+    def spy(committed, new, known=(), *, kept=()):  # type: ignore[no-untyped-def]
+        known_kept = sum(count for _, _, count in kept)
         counts.append(len(new) - known_kept)
-        return real(committed, new, known, unchanged=unchanged, kept=kept)
+        return real(committed, new, known, kept=kept)
 
     monkeypatch.setattr(ledger_module, "diff_list", spy)
     return counts

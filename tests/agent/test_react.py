@@ -351,9 +351,9 @@ async def test_a_run_compares_only_what_each_step_added_and_checks_it_after_the_
     checked_from: list[int] = []
     real_diff, real_validator = ledger_module.diff_list, validate_module._Validator
 
-    def diff_list(committed, messages, known=(), *, unchanged=0, kept=None):  # type: ignore[no-untyped-def]
-        compared.append(len(messages) - (unchanged if kept is None else sum(c for *_, c in kept)))
-        return real_diff(committed, messages, known, unchanged=unchanged, kept=kept)
+    def diff_list(committed, messages, known=(), *, kept=()):  # type: ignore[no-untyped-def]
+        compared.append(len(messages) - sum(c for *_, c in kept))
+        return real_diff(committed, messages, known, kept=kept)
 
     def validator(msgs, target, start=0, before=None):  # type: ignore[no-untyped-def]
         checked_from.append(start)

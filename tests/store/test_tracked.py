@@ -239,7 +239,7 @@ def test_unchanged_positions_are_not_compared() -> None:
     new = [*forged, *committed[5:]]
     digests = [m.digest for m in committed]
     assert diff_list(digests, new, committed).changed == [0, 1, 2, 3, 4]
-    assert diff_list(digests, new, committed, unchanged=5).empty
+    assert diff_list(digests, new, committed, kept=[(0, 0, 5)]).empty
     assert diff_list(digests, new, committed, kept=[(0, 0, 2), (2, 2, 3)]).empty
     shifted = [forged[1], *committed[2:]]  # the first left; the second was changed too
     assert diff_list(digests, shifted, committed).changed == [0]

@@ -616,7 +616,7 @@ class Ledger:
         for name, messages in lists.items():
             committed = head.lists.get(name, [])
             known = head.messages.get(name)
-            kept = None
+            kept: list[tuple[int, int, int]] | None = None
             if isinstance(messages, TrackedList):
                 planned.tracked[name] = (messages, messages._edits)
                 kept = messages._kept(self._saved_as(key, name, head), len(committed))
@@ -625,7 +625,7 @@ class Ledger:
                 # no messages to compare objects with: plan on a snapshot, which becomes them
                 messages = planned.snapshots[name] = list(messages)
                 known, kept = None, None
-            diff = diff_list(committed, messages, known or (), kept=kept)
+            diff = diff_list(committed, messages, known or (), kept=kept or ())
             if diff.empty:
                 continue
             if name == CONTEXT:

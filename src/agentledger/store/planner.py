@@ -128,16 +128,15 @@ def diff_list(
     new: Sequence[Msg],
     known: Sequence[Msg] = (),
     *,
-    unchanged: int = 0,
-    kept: Sequence[tuple[int, int, int]] | None = None,
+    kept: Sequence[tuple[int, int, int]] = (),
 ) -> ListDiff:
     """Align ``new`` with the committed digests (see the module docstring).
 
     ``known``, when given, holds the committed messages themselves (``known[i].digest ==
-    committed[i]``); it must then be as long as ``committed``. ``unchanged`` leading messages
-    are known to equal the committed ones, and ``kept`` runs (``(old_start, new_start,
-    count)``, ascending in both) are known to hold them where they moved (a ``TrackedList``'s
-    record): neither is compared, and only what lies between is aligned.
+    committed[i]``); it must then be as long as ``committed``. ``kept`` runs (``(old_start,
+    new_start, count)``, ascending in both, within both lists) are known to hold committed
+    messages where they moved (a ``TrackedList``'s record): they are not compared, and only
+    what lies between them is aligned.
     """
     if not isinstance(committed, list):
         committed = list(committed)
@@ -149,9 +148,6 @@ def diff_list(
         old = committed
         ours = digests_of(new)
         digest_at = ours.__getitem__
-    if kept is None:
-        unchanged = min(unchanged, len(old), len(ours))
-        kept = [(0, 0, unchanged)] if unchanged else []
     return _Aligner(committed, old, ours, digest_at).diff(kept)
 
 

@@ -193,7 +193,8 @@ class TrackedList(MutableSequence[Msg]):
             return None
         changes = self._changes
         if changes is None or saved_length + sum(a - r for _, r, a in changes) != len(self):
-            return [(0, 0, self._changed_from)] if self._changed_from else []
+            unchanged = min(self._changed_from, saved_length, len(self))
+            return [(0, 0, unchanged)] if unchanged else []
         runs = [(0, 0, saved_length)] if saved_length else []
         for change in changes:
             runs = _after(runs, *change)
