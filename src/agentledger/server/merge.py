@@ -97,12 +97,12 @@ class Merger:
         self.incoming = list(incoming)
         # where each incoming message sat in the client's list, for the errors that name it
         self.positions = list(range(len(self.incoming)) if positions is None else positions)
-        self.forms = list(map((AguiForms() if forms is None else forms).of, self.stored))
+        stored_forms = list(map((AguiForms() if forms is None else forms).of, self.stored))
         # the stored thread in AG-UI form, the stored message each view is of, views by id
         # (indices rather than pairs: a resent thread of 12,000 would make 24,000 tuples, and
         # each new container of a run makes the collector's passes over it longer)
-        self.views: list[dict[str, Any]] = list(chain.from_iterable(self.forms))
-        self.owner: list[int] = [i for i, form in enumerate(self.forms) for _ in form]
+        self.views: list[dict[str, Any]] = list(chain.from_iterable(stored_forms))
+        self.owner: list[int] = [i for i, form in enumerate(stored_forms) for _ in form]
         self.by_id: dict[str, int] = {d["id"]: v for v, d in enumerate(self.views)}
         self.held: set[int] = set()  # incoming messages that are a stored form exactly
         self.kinds: list[tuple[str, int]] = self._classify()
