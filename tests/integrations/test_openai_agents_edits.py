@@ -12,7 +12,11 @@ earlier version stays as it was.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
+import enum
 import json
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -287,3 +291,77 @@ async def test_an_output_added_after_its_call_is_named_after_it() -> None:
         await session.add_items([call, {"role": "user", "content": "approve"}])
         await LedgerSession("s", ledger).add_items([output])
         assert [r.name for r in ledger.messages("s")[2].tool_results] == ["grep"]
+
+
+class _Shade(enum.Enum):
+    RED = "red"
+
+
+#: (a JSON value, a Python value whose JSON is the same text, or nearly): an item holding the
+#: second is not the item holding the first, and converts to another message or none.
+_LOOKALIKES = st.sampled_from(
+    [
+        (None, float("nan")),
+        (None, float("inf")),
+        (None, float("-inf")),
+        ("aGk=", b"hi"),
+        ("2026-01-01T00:00:00", datetime.datetime(2026, 1, 1)),
+        ("1.5", decimal.Decimal("1.5")),
+        (str(uuid.UUID(int=1)), uuid.UUID(int=1)),
+        ("red", _Shade.RED),
+        ([1], {1}),
+        ([1], frozenset([1])),
+        ([1, 2], (1, 2)),
+        ({"1": 2}, {1: 2}),
+        (1, True),
+        (1, 1.0),
+    ]
+)
+
+
+async def _outcome(session: LedgerSession, change: Any) -> Any:
+    """What ``change`` leaves the session holding, or the type of the error it raised."""
+    try:
+        await change
+    except Exception as exc:  # the type is the outcome compared
+        return type(exc)
+    return await session.get_items()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_ITEMS, _LOOKALIKES), min_size=1, max_size=6),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+    st.sampled_from(["extra", "nested"]),
+)
+def test_set_items_keeps_a_held_message_only_for_the_very_item(
+    given_items: list[tuple[dict[str, Any], tuple[Any, Any]]], swapped: list[bool], where: str
+) -> None:
+    """An item whose JSON reads like a held item's (NaN or infinity for null, bytes for their
+    base64 text, a datetime, a Decimal or a UUID for its text, a set or a tuple for a list, an
+    enum for its value, an int key for its text) is not that item: ``set_items`` does what
+    ``add_items`` does with it on a new session (the same error, or the same items back), and a
+    refused call leaves the session as it was."""
+
+    def holding(item: dict[str, Any], value: Any) -> dict[str, Any]:
+        return {**item, "x": value} if where == "extra" else {**item, "x": {"in": [value]}}
+
+    held = [holding(item, plain) for item, (plain, _) in given_items]
+    new = [
+        holding(item, look if swap else plain)
+        for (item, (plain, look)), swap in zip(given_items, swapped, strict=False)
+    ]
+
+    async def check() -> None:
+        with Ledger("memory://") as ledger:
+            session = LedgerSession("s", ledger)
+            await session.add_items(held)
+            version = ledger.version("s")
+            fresh = LedgerSession("fresh", ledger)
+            expected = await _outcome(fresh, fresh.add_items(new))
+            assert await _outcome(session, session.set_items(new)) == expected
+            if isinstance(expected, type):
+                assert ledger.version("s") == version
+                assert await LedgerSession("s", ledger).get_items() == held
+
+    asyncio.run(check())

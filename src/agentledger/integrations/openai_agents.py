@@ -64,6 +64,7 @@ _T = TypeVar("_T")
 _sorted_json = msgspec.json.Encoder(order="sorted")
 _items_json = msgspec.json.Encoder()
 _decode_items = msgspec.json.Decoder(list[dict[str, Any]]).decode
+_decode_json = msgspec.json.Decoder().decode
 #: How often one change is re-planned after losing a race with another writer.
 _MAX_ATTEMPTS = 50
 
@@ -472,9 +473,21 @@ def _earlier_calls(items: list[Any], msgs: list[Msg]) -> dict[str, str]:
 
 
 def _item_hash(item: Any) -> bytes | None:
-    """A hash of an item's JSON with sorted keys (None for a value JSON cannot hold)."""
+    """A hash of an item's JSON with sorted keys, for an item that JSON gives back exactly
+    (None for any other, which is then converted).
+
+    Items with equal hashes must convert to the same message, or ``set_items`` would keep a
+    held message for an item that is not the one it was made from. JSON text alone does not
+    tell them apart: msgspec writes NaN and the infinities as ``null``, bytes as their base64
+    text, a datetime, a ``Decimal`` or a ``UUID`` as text, a set as an array, an enum as its
+    value and an int key as text, all of which the conversion refuses or keeps as something
+    else. Reading the JSON back gives a value equal to the item exactly when it holds none of
+    them (a tuple, which reads back as a list, is converted too: it would convert alike).
+    """
     try:
         raw = _sorted_json.encode(item)
+        if _decode_json(raw) != item:
+            return None
     except (TypeError, ValueError, OverflowError):
         return None
     return hashlib.blake2b(raw, digest_size=16).digest()
