@@ -257,8 +257,9 @@ def _part(block: TextBlock | MediaBlock) -> dict[str, Any]:
             source = {"type": "data", "value": value, "mimeType": block.media_type}
         elif PROVIDER_FILE_KEY in block.metadata:
             source = {"type": "file", "value": block.url, "mimeType": block.media_type}
-            if block.metadata[PROVIDER_FILE_KEY]:
-                source["provider"] = block.metadata[PROVIDER_FILE_KEY]
+            provider = block.metadata[PROVIDER_FILE_KEY]
+            if provider and isinstance(provider, str):  # AG-UI names a provider by a string
+                source["provider"] = provider
         else:
             source = {"type": "url", "value": block.url, "mimeType": block.media_type}
         d = {"type": _PART_TYPES[type(block)], "source": source}

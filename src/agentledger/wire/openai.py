@@ -63,6 +63,7 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
+from agentledger.messages.values import thaw
 from agentledger.wire.media import (
     OPENAI_AUDIO_FORMATS,
     OPENAI_IMAGE_TYPES,
@@ -258,7 +259,7 @@ def _media_part(block: MediaBlock) -> dict[str, Any]:
             return _note(block, "OpenAI takes png, jpeg, gif and webp images")
         image: dict[str, Any] = {"url": block.url or data_url(media_type, block.data)}
         if "detail" in block.metadata:
-            image["detail"] = block.metadata["detail"]
+            image["detail"] = thaw(block.metadata["detail"])  # as given, which may be any JSON
         return {"type": "image_url", "image_url": image}
     if isinstance(block, AudioBlock):
         fmt = OPENAI_AUDIO_FORMATS.get(media_type)

@@ -187,7 +187,7 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
 def _detail(part: dict[str, Any], block: Block, default: str | None) -> None:
     detail = block.metadata.get("detail", default)
     if detail is not None:
-        part["detail"] = detail
+        part["detail"] = thaw(detail)  # kept as the item gave it, which may be any JSON
 
 
 def _file_part(block: FileBlock, extra: dict[str, Any] | None) -> dict[str, Any]:
