@@ -10,12 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentledger import Ledger
 from agentledger.errors import AgentLedgerError
 from agentledger.messages import Msg
 from agentledger.wire import live as live_module
 from agentledger.wire.live import LiveConverter
 from agentledger.wire.openai import from_live_list
-from agentledger.wire.responses import is_responses_item
+from agentledger.wire.responses import from_live_items, is_responses_item
+
+from ..messages.strategies import every_damage
+from .shapes import CHAT_SHAPES, ITEM_SHAPES
 
 # values equal to each other under ``==`` but converting to different messages, and NaN, which
 # no conversion accepts
@@ -301,3 +305,33 @@ def test_values_equal_under_eq_but_not_the_same_are_told_apart() -> None:
         got = converter.convert(live)
         assert [(m, m.digest) for m in got] == [(m, m.digest) for m in from_live_list(live)]
         assert [type(m.metadata["_n"]) for m in got] == [type(one), type(zero)]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [*CHAT_SHAPES, *ITEM_SHAPES],
+    ids=lambda d: str(d.get("type") or d.get("role")),
+)
+def test_every_damage_of_a_dict_converts_as_a_fresh_list_or_is_refused(
+    shape: dict[str, Any],
+) -> None:
+    """Each chat message and Responses item changed in every way ``every_damage`` knows, at
+    the end of a list ``sync`` already holds: converted to what a fresh conversion gives, or
+    refused with a typed error that writes nothing (a content part's type holding a list
+    crashed the check of which format a dict is in)."""
+    history: list[Any] = [*CHAT_SHAPES[:3], ITEM_SHAPES[3]]
+    with Ledger("memory://") as ledger:
+        ledger.sync("s", history)
+        version = ledger.version("s")
+        for where, d in every_damage(shape):
+            try:
+                fresh = from_live_items([*history, d])
+            except AgentLedgerError:
+                with pytest.raises(AgentLedgerError):
+                    ledger.sync("s", [*history, d])
+                assert ledger.version("s") == version, where
+                continue
+            ledger.sync("s", [*history, d])
+            assert ledger.messages("s") == fresh, where
+            ledger.sync("s", history)
+            version = ledger.version("s")

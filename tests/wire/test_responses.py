@@ -16,9 +16,11 @@ from agentledger.errors import AgentLedgerError
 from agentledger.messages import decode, encode
 from agentledger.wire import from_openai, from_responses, to_openai, to_responses
 
+from ..messages.strategies import damaged, every_damage
 from ..messages.strategies import messages as any_messages
 from .conftest import PDF, PNG
 from .responses_types import ResponseInputItemParam, assert_valid_item
+from .shapes import ITEM_SHAPES
 
 # -- strategies: items as the Responses API and the Agents SDK write them ------------------------
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
@@ -183,6 +185,64 @@ def test_items_round_trip_exactly_and_validate(given_items: list[dict[str, Any]]
     assert to_responses(reloaded) == given_items
     for item in back:
         assert_valid_item(item)
+
+
+@given(items.filter(bool), st.data())
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_a_damaged_item_round_trips_or_is_refused(
+    given_items: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """An item changed anyhow (a field holding any JSON, a field gone, a part repeated) is
+    read and written back as it was, through the codec too, or refused with a typed error;
+    never a crash, never an item that comes back otherwise (a reasoning part without a type,
+    or of another kind, moved to the other field)."""
+    at = data.draw(st.integers(0, len(given_items) - 1))
+    changed = [*given_items[:at], damaged(data, given_items[at]), *given_items[at + 1 :]]
+    try:
+        msgs = from_responses(changed)
+    except AgentLedgerError:
+        return
+    assert to_responses(msgs) == changed
+    assert to_responses([decode(encode(m)) for m in msgs]) == changed
+
+
+@pytest.mark.parametrize("shape", ITEM_SHAPES, ids=lambda item: str(item.get("type", "easy")))
+def test_every_damage_of_an_item_round_trips_or_is_refused(shape: dict[str, Any]) -> None:
+    """Each item shape changed in every way ``every_damage`` knows (any JSON at any path, a key
+    removed, a part repeated): read and written back as it was, through the codec too, or
+    refused with a typed error."""
+    call = ITEM_SHAPES[3]  # named before the outputs, as a list has it
+    for where, item in every_damage(shape):
+        try:
+            msgs = from_responses([call, item])
+        except AgentLedgerError:
+            continue
+        assert to_responses(msgs) == [call, item], where
+        assert to_responses([decode(encode(m)) for m in msgs]) == [call, item], where
+
+
+@pytest.mark.parametrize(
+    ("summary", "content"),
+    [
+        ([], [{"type": "reasoning_text_v2", "text": "a newer kind"}]),
+        ([], [{"text": "no type"}]),
+        ([{"text": "no type"}], []),
+        ([{"type": "reasoning_text", "text": "a content type"}], []),
+        ([{"type": "summary_text", "text": "s"}], [{"type": "summary_text", "text": "c"}]),
+    ],
+)
+def test_reasoning_parts_are_written_where_they_were_read(
+    summary: list[dict[str, Any]], content: list[dict[str, Any]]
+) -> None:
+    """A reasoning part is written back in the field it was read from, as it was, whatever its
+    type says (the writer placed it by type: a newer kind of content part moved to the
+    summary, and a part without a type got one)."""
+    item = {"type": "reasoning", "id": "rs_1", "summary": summary}
+    if content:
+        item["content"] = content
+    msgs = from_responses([item])
+    assert to_responses(msgs) == [item]
+    assert to_responses([decode(encode(m)) for m in msgs]) == [item]
 
 
 @given(items)

@@ -13,8 +13,10 @@ Mapping:
   assistant message holding one ``ToolUseBlock`` (``call_id`` is the block id); a
   ``function_call_output`` is a tool message holding one ``ToolResultBlock`` (its name comes from
   the matching call); a ``reasoning`` item is an assistant message of ``ThinkingBlock`` s, one
-  per summary part (then one per ``reasoning_text`` part). A call's argument text is kept byte
-  for byte (``ToolUseBlock.arguments``), so every string-arguments format sends it back as is.
+  per summary part, then one per content part (a part whose type is not its field's, say a
+  kind newer than this code, is written back in the field it was read from, as it was). A
+  call's argument text is kept byte for byte (``ToolUseBlock.arguments``), so every
+  string-arguments format sends it back as is.
 - The item ``id`` is the ``Msg.id``; an item without one gets a fresh id (``ids="given"``) or one
   derived from its content and occurrence (``ids="derived"``, as in a ``sync()`` list: the
   same wherever other items were dropped or inserted), and is written back without one.
@@ -98,6 +100,11 @@ _KINDS = frozenset((_MESSAGE, _CALL, _OUTPUT, _REASONING))  # mapped to blocks; 
 _REFERENCE = "item_reference"  # an item pointing to another by id (what a typeless item reads as)
 _ROLES = frozenset(("user", "system", "developer", "assistant"))
 _PART_TYPES = frozenset(("input_text", "input_image", "input_file", "output_text"))
+#: The type of the parts of each field of a reasoning item.
+_PART_TYPES_OF = {"summary": "summary_text", "content": "reasoning_text"}
+#: Private key of a thinking block read from a reasoning part whose type is not its field's
+#: (none, another, a newer kind): the field it was read from, where it is written back.
+_PART_FIELD_KEY = "_responses_field"
 _USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_trigger"))
 
 
@@ -188,7 +195,8 @@ def is_responses_item(d: Mapping[str, Any]) -> bool:
         return True
     content = d.get("content")
     return isinstance(content, (list, tuple)) and any(
-        isinstance(p, Mapping) and p.get("type") in _PART_TYPES for p in content
+        isinstance(p, Mapping) and isinstance(p.get("type"), str) and p["type"] in _PART_TYPES
+        for p in content
     )
 
 
@@ -214,7 +222,7 @@ def from_item(
     where = f"item {index}"
     given = item.get("id")
     kind = item.get("type", _MESSAGE if "role" in item else None)
-    if kind not in _KINDS:
+    if not isinstance(kind, str) or kind not in _KINDS:  # kept whole, whatever its type is
         return _opaque(item, fallback_id)
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"{where}: id must be a non-empty string, got {given!r}")
@@ -307,6 +315,9 @@ def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
             if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
                 raise UserError(f"{where}: a reasoning {field} part needs a string text")
             meta = keep_unknown(part, frozenset(("text",)), RESPONSES_EXTRA_KEY)
+            if part.get("type") != _PART_TYPES_OF[field]:  # its type does not say where it goes
+                meta.setdefault(RESPONSES_EXTRA_KEY, {})  # read here: written with no type added
+                meta[_PART_FIELD_KEY] = field
             blocks.append(ThinkingBlock(thinking=part["text"], metadata=meta))
     return blocks
 
@@ -377,19 +388,29 @@ def _own_item(kind: str, msg: Msg, extra: dict[str, Any]) -> dict[str, Any]:
             item["name"] = result.name
     else:
         thinking = [b for b in msg.content if isinstance(b, ThinkingBlock)]
-        item["summary"] = [_thinking_part(b, "summary_text") for b in thinking if not _is_text(b)]
-        content = [_thinking_part(b, "reasoning_text") for b in thinking if _is_text(b)]
+        item["summary"] = [_thinking_part(b) for b in thinking if _field(b) == "summary"]
+        content = [_thinking_part(b) for b in thinking if _field(b) == "content"]
         if content:
             item["content"] = content
     return item
 
 
-def _is_text(block: ThinkingBlock) -> bool:
-    return (extras_of(block.metadata) or {}).get("type") == "reasoning_text"
+def _field(block: ThinkingBlock) -> str:
+    """The field of a reasoning item a thinking block is written in: the one its part was read
+    from where that was recorded, else the one its part's type belongs in (``summary`` for a
+    block from another format)."""
+    recorded = block.metadata.get(_PART_FIELD_KEY)
+    if recorded in _PART_TYPES_OF:
+        return str(recorded)
+    extras = extras_of(block.metadata) or {}
+    return "content" if extras.get("type") == _PART_TYPES_OF["content"] else "summary"
 
 
-def _thinking_part(block: ThinkingBlock, kind: str) -> dict[str, Any]:
-    return {"type": kind, **(extras_of(block.metadata) or {}), "text": block.thinking}
+def _thinking_part(block: ThinkingBlock) -> dict[str, Any]:
+    extras = extras_of(block.metadata)
+    if extras is not None and block.metadata.get(_PART_FIELD_KEY) in _PART_TYPES_OF:
+        return {**extras, "text": block.thinking}  # as read: its own type, or none
+    return {"type": _PART_TYPES_OF[_field(block)], **(extras or {}), "text": block.thinking}
 
 
 def _call_fields(call: ToolUseBlock) -> dict[str, Any]:

@@ -1,0 +1,73 @@
+"""Wire dicts of every shape each format holds, for the properties that walk each one's damages
+(``every_damage``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: One Responses item of each shape the Agents SDK stores, with the nested parts each holds.
+ITEM_SHAPES: list[dict[str, Any]] = [
+    {"role": "user", "content": "hi"},
+    {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "look"},
+            {"type": "input_image", "image_url": "https://x.test/a.png", "detail": "low"},
+        ],
+    },
+    {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {
+                "type": "output_text",
+                "text": "see",
+                "annotations": [{"type": "url_citation", "url": "https://x.test", "title": "t"}],
+            },
+            {"type": "refusal", "refusal": "no"},
+        ],
+    },
+    {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "done"},
+    {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": [{"type": "input_file", "file_id": "file_1"}],
+    },
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "s"}],
+        "content": [{"type": "reasoning_text", "text": "r"}],
+        "encrypted_content": "gAAAAB==",
+    },
+    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}},
+    {"type": "item_reference", "id": "msg_0"},
+]
+
+#: One chat-completions message of each role, with every kind of content part.
+CHAT_SHAPES: list[dict[str, Any]] = [
+    {"role": "system", "content": "be brief"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "low"}},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+            {"type": "file", "file": {"file_id": "file_1"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "hmm",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    {"role": "assistant", "content": "ok", "refusal": None, "name": "bot"},
+]
