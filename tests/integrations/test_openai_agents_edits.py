@@ -28,8 +28,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger, Msg, SaveReport
+from agentledger.errors import AgentLedgerError
 from agentledger.integrations.openai_agents import LedgerSession
 from agentledger.wire.responses import to_responses
+
+from ..messages.strategies import every_damage
+from ..wire.shapes import ITEM_SHAPES
 
 _TEXT = st.sampled_from(["hi", "ok", "done", "a longer message about the weather"])
 _CALLS = st.sampled_from(["c1", "c2", "c3"])
@@ -365,3 +369,31 @@ def test_set_items_keeps_a_held_message_only_for_the_very_item(
                 assert await LedgerSession("s", ledger).get_items() == held
 
     asyncio.run(check())
+
+
+@pytest.mark.parametrize("shape", ITEM_SHAPES, ids=lambda item: str(item.get("type", "easy")))
+async def test_every_damage_of_an_item_is_kept_exactly_or_refused(shape: dict[str, Any]) -> None:
+    """Each item shape changed in every way ``every_damage`` knows (any JSON at any path, a key
+    removed, a part repeated), added after a history or set in its place: given back exactly,
+    to this session and to a new one, or refused with a typed error that leaves the session
+    as it was."""
+    history = [*ITEM_SHAPES[:3], ITEM_SHAPES[3]]  # ends with the call outputs answer
+    with Ledger("memory://") as ledger:
+        for n, (where, item) in enumerate(every_damage(shape)):
+            for how in ("add_items", "set_items"):
+                session_id = f"{how}-{n}"
+                session = LedgerSession(session_id, ledger)
+                await session.add_items(history)
+                version = ledger.version(session_id)
+                items = [*history, item] if how == "add_items" else [item, *history[1:]]
+                try:
+                    if how == "add_items":
+                        await session.add_items([item])
+                    else:
+                        await session.set_items(items)
+                except AgentLedgerError:
+                    assert ledger.version(session_id) == version, where
+                    assert await LedgerSession(session_id, ledger).get_items() == history, where
+                    continue
+                assert await session.get_items() == items, where
+                assert await LedgerSession(session_id, ledger).get_items() == items, where

@@ -457,9 +457,11 @@ def _earlier_calls(items: list[Any], msgs: list[Msg]) -> dict[str, str]:
         if not isinstance(item, Mapping):
             continue
         call_id, kind = item.get("call_id"), item.get("type")
+        if not isinstance(call_id, str):
+            continue  # no call's id (the item's conversion says what is wrong with it)
         if kind == "function_call":
             called.add(call_id)
-        elif kind == "function_call_output" and isinstance(call_id, str) and call_id not in called:
+        elif kind == "function_call_output" and call_id not in called:
             wanted.add(call_id)
     found: dict[str, str] = {}
     for msg in reversed(msgs):
