@@ -113,24 +113,28 @@ def damaged(data: st.DataObject, value: Any, depth: int = 0) -> Any:
 
 #: What ``every_damage`` puts in place of a value: each JSON kind, and bytes.
 JUNK: tuple[Any, ...] = (None, True, 0, -1, 1.5, "", "x", b"b", [], ["a", 1], {}, {"a": [1]})
+#: ``JUNK`` without bytes: what a client's JSON can hold.
+JSON_JUNK = tuple(junk for junk in JUNK if not isinstance(junk, bytes))
 
 
-def every_damage(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
+def every_damage(
+    value: Any, junk: tuple[Any, ...] = JUNK, path: str = "$"
+) -> Iterator[tuple[str, Any]]:
     """Every copy of ``value`` with one thing changed (``(where, copy)``): at every path of
-    it, the value replaced by each of ``JUNK``, a key removed, a list entry repeated. Small
+    it, the value replaced by each of ``junk``, a key removed, a list entry repeated. Small
     wire dicts have a few hundred; a property can walk them all."""
     if isinstance(value, dict):
         for key, item in value.items():
             yield f"{path}.{key} removed", {k: v for k, v in value.items() if k != key}
-            for where, changed in every_damage(item, f"{path}.{key}"):
+            for where, changed in every_damage(item, junk, f"{path}.{key}"):
                 yield where, {**value, key: changed}
     elif isinstance(value, list):
         for at, item in enumerate(value):
             yield f"{path}[{at}] repeated", [*value[:at], item, *value[at:]]
-            for where, changed in every_damage(item, f"{path}[{at}]"):
+            for where, changed in every_damage(item, junk, f"{path}[{at}]"):
                 yield where, [*value[:at], changed, *value[at + 1 :]]
-    for junk in JUNK:
-        yield f"{path} = {junk!r}", junk
+    for replacement in junk:
+        yield f"{path} = {replacement!r}", replacement
 
 
 media_type = st.sampled_from(["image/png", "audio/wav", "video/mp4", "application/pdf"])

@@ -328,3 +328,34 @@ def test_a_resent_thread_with_damaged_messages_is_run_or_refused_whole(
             check(after, target="strict")
 
     asyncio.run(scenario())
+
+
+async def test_every_damage_of_a_new_message_is_run_or_refused() -> None:
+    """Each AG-UI message shape changed in every way ``every_damage`` knows, sent as the new
+    message of a thread: a run (200) or a 422, never a server error, and a refused run leaves
+    the thread as it was (a legacy binary part with a mimeType that is not a string was a 500)."""
+    import json
+
+    from agentledger.server import create_app
+    from agentledger.testing import ScriptedModel
+    from tests.messages.strategies import JSON_JUNK, every_damage
+    from tests.server.conftest import client_for
+    from tests.wire.shapes import AGUI_SHAPES
+
+    ledger = AsyncLedger("memory://")
+    app = create_app(model=ScriptedModel(["ok"] * 10_000), store=ledger)
+    async with client_for(app) as client:
+        for n, (where, d) in enumerate(
+            (where, d) for shape in AGUI_SHAPES for where, d in every_damage(shape, JSON_JUNK)
+        ):
+            thread = f"t{n}"
+            await ledger.save(thread, [Msg.user("hello", id="first")])
+            body = {"threadId": thread, "runId": "r", "messages": [user("first", "hello"), d]}
+            response = await client.post(
+                "/", content=json.dumps(body), headers={"content-type": "application/json"}
+            )
+            assert response.status_code in (200, 422), (where, response.text[-300:])
+            if response.status_code == 422:
+                assert [m.id for m in await ledger.messages(thread)] == ["first"], where
+            else:
+                assert "RUN_ERROR" not in response.text, (where, response.text[-300:])

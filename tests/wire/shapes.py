@@ -71,3 +71,34 @@ CHAT_SHAPES: list[dict[str, Any]] = [
     {"role": "tool", "tool_call_id": "c1", "content": "done"},
     {"role": "assistant", "content": "ok", "refusal": None, "name": "bot"},
 ]
+
+#: One AG-UI message of each role, with every kind of content part (a legacy ``binary`` one
+#: too), as a client sends them.
+AGUI_SHAPES: list[dict[str, Any]] = [
+    {"id": "u1", "role": "user", "content": "hi"},
+    {
+        "id": "u2",
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {
+                "type": "image",
+                "source": {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"},
+            },
+            {"type": "document", "source": {"type": "url", "value": "https://x.test/a.pdf"}},
+            {"type": "binary", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+        ],
+    },
+    {
+        "id": "a1",
+        "role": "assistant",
+        "content": "ok",
+        "toolCalls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    },
+    {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "done", "error": "boom"},
+    {"id": "s1", "role": "system", "content": "be brief"},
+    {"id": "d1", "role": "developer", "content": "dev"},
+    {"id": "r1", "role": "reasoning", "content": "think", "encryptedValue": "e=="},
+]

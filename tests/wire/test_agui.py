@@ -21,6 +21,7 @@ from agentledger import (
     UserError,
     VideoBlock,
 )
+from agentledger.errors import AgentLedgerError
 from agentledger.wire import (
     from_agui,
     reasoning_message_id,
@@ -29,8 +30,9 @@ from agentledger.wire import (
     tool_message_id,
 )
 from agentledger.wire.agui import normalize_agui
-from tests.messages.strategies import assert_round_trip
+from tests.messages.strategies import JSON_JUNK, assert_round_trip, every_damage
 from tests.wire.agui_strategies import agui_message
+from tests.wire.shapes import AGUI_SHAPES
 
 core = pytest.importorskip("ag_ui.core")
 from pydantic import TypeAdapter  # noqa: E402
@@ -415,3 +417,20 @@ def test_text_utf8_cannot_encode_is_refused_by_where_the_client_put_it(
     sent[index] = _with_surrogate(sent[index], path, in_key)
     with pytest.raises(UserError, match=rf"^message {index} "):
         from_agui(sent)
+
+
+@pytest.mark.parametrize("shape", AGUI_SHAPES, ids=lambda d: d["id"])
+def test_every_damage_of_a_client_message_is_read_or_refused(shape: dict[str, Any]) -> None:
+    """Each AG-UI message changed in every way ``every_damage`` knows (any JSON at any path,
+    a key removed, a part repeated; JSON only, as a client sends): refused with a typed error,
+    or read into messages whose AG-UI form validates and reads back as the same messages (a
+    legacy binary part whose mimeType was not a string raised AttributeError)."""
+    call = AGUI_SHAPES[2]  # the call a tool message answers
+    for where, d in every_damage(shape, JSON_JUNK):
+        try:
+            msgs = from_agui([call, d])
+        except AgentLedgerError:
+            continue
+        written = to_agui(msgs)
+        assert_valid_agui(written)
+        assert from_agui(written) == msgs, where

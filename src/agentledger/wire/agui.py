@@ -374,6 +374,8 @@ def _upgraded_part(part: Mapping[str, Any]) -> Any:
     if part.get("type") != "binary":
         return part
     mime = part.get("mimeType") or part.get("mime_type") or "application/octet-stream"
+    if not isinstance(mime, str):
+        return part  # not a binary part the protocol had: refused as it is
     major = mime.partition("/")[0]
     kind = major if major in ("image", "audio", "video") else "document"
     if part.get("data"):
