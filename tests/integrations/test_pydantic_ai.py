@@ -3,19 +3,20 @@ saves, sessions written by others, and what is refused. Agent runs: ``test_pydan
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import json
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from pydantic_ai import messages as m
 
 from agentledger import Ledger
-from agentledger.errors import CodecError, MissingDependencyError, UserError
+from agentledger.errors import AgentLedgerError, CodecError, MissingDependencyError, UserError
 from agentledger.integrations.pydantic_ai import METADATA_KEY, LedgerHistory, from_msgs, to_msgs
 from agentledger.messages import (
     ImageBlock,
@@ -185,6 +186,44 @@ def test_text_no_json_can_hold_is_refused_as_codec_error(message: m.ModelMessage
         with pytest.raises(CodecError):
             history.save([sample_history()[0], message])
         assert not ledger.exists("s")
+
+
+_JUNK = (None, True, 0, 1.5, "", "x", b"b", [], ["a", 1], {}, {"a": [1]}, float("nan"), object())
+
+
+def _every_part_damage(history: list[m.ModelMessage]) -> Iterator[list[m.ModelMessage]]:
+    """``history`` with one field of one part set to each of ``_JUNK``: pydantic-ai's dataclasses
+    take any value (those its own constructors refuse are skipped)."""
+    for at, message in enumerate(history):
+        for index, part in enumerate(message.parts):
+            for field, junk in itertools.product(dataclasses.fields(part), _JUNK):
+                parts = list(message.parts)
+                try:
+                    parts[index] = dataclasses.replace(part, **{field.name: junk})
+                    changed = dataclasses.replace(message, parts=parts)
+                except Exception:  # pydantic-ai's own checks refuse it first
+                    continue
+                yield [*history[:at], changed, *history[at + 1 :]]
+
+
+def test_every_damage_of_a_part_is_converted_exactly_or_refused() -> None:
+    """Any field of any part holding any value: converted so that pydantic-ai reads the stored
+    messages back as it reads its own JSON of them, or refused with a typed error (a value its
+    serializer writes and its validator then refuses, a tool return's ``retry`` or ``outcome``
+    or a part's ``part_kind``, raised pydantic's ``ValidationError``)."""
+    converted = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic warns of the values it serializes as given
+        for history in _every_part_damage(sample_history()):
+            try:
+                msgs = to_msgs(history)
+            except AgentLedgerError:
+                continue
+            assert Adapter.dump_json(from_msgs(msgs)) == Adapter.dump_json(
+                Adapter.validate_json(as_json(history))
+            )
+            converted += 1
+    assert converted > 50
 
 
 def test_without_pydantic_ai_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

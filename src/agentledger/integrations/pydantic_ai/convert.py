@@ -86,7 +86,7 @@ def to_msgs(
         key = hashlib.blake2b(raw, digest_size=16).digest()
         msgs = conversions.get(key) if conversions is not None else None
         if msgs is None:
-            msgs = _converted(raw, "pai-" + key.hex())
+            msgs = _converted(raw, "pai-" + key.hex(), f"messages[{index}]")
             if conversions is not None:
                 conversions.put(key, msgs)
         for msg in msgs:
@@ -115,11 +115,17 @@ def _message_types() -> tuple[type, ...]:
     return (module.ModelRequest, module.ModelResponse)
 
 
-def _converted(raw: bytes, base_id: str) -> tuple[Msg, ...]:
+def _converted(raw: bytes, base_id: str, what: str) -> tuple[Msg, ...]:
     """The Msgs for one message (``raw``: the adapter's JSON of ``[message]``), checked to read
-    back as pydantic-ai itself reads the message back; compact if that form passes the check."""
+    back as pydantic-ai itself reads the message back; compact if that form passes the check.
+    ``CodecError`` naming ``what`` for a message pydantic-ai cannot read back itself (its
+    dataclasses take any value: a part's ``part_kind`` or a tool return's ``retry`` set to
+    something else is written, then refused)."""
     adapter = _adapter()
-    expected = adapter.dump_json(adapter.validate_json(raw))
+    try:
+        expected = adapter.dump_json(adapter.validate_json(raw))
+    except ValueError as exc:  # pydantic_core.ValidationError
+        raise CodecError(f"{what} is not a message pydantic-ai reads back: {_first(exc)}") from None
     message = json.loads(raw)[0]
     for compact in (True, False):
         msgs = _message_msgs(message, base_id, compact=compact)
@@ -131,6 +137,16 @@ def _converted(raw: bytes, base_id: str) -> tuple[Msg, ...]:
     raise CodecError(
         f"a pydantic-ai {message.get('kind')} message does not read back exactly: {raw[:200]!r}"
     )
+
+
+def _first(exc: ValueError) -> str:
+    """The first problem a pydantic ``ValidationError`` names, where it is and what."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors) or not errors():
+        return str(exc)
+    first = errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())[1:])  # [0]: the list index
+    return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
 
 
 def _message_msgs(message: dict[str, Any], base_id: str, *, compact: bool) -> tuple[Msg, ...]:
