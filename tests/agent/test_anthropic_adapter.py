@@ -23,7 +23,7 @@ from agentledger.agent import (
     UsageReport,
 )
 from agentledger.agent.providers import AnthropicModel
-from agentledger.errors import ModelError, UserError
+from agentledger.errors import AgentLedgerError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agentledger.wire.private import arguments_text
 from tests.agent.fake_servers import (
@@ -40,6 +40,7 @@ from tests.agent.fake_servers import (
     message_stop,
     raw,
 )
+from tests.messages.strategies import JSON_JUNK, every_damage
 
 
 @pytest.fixture
@@ -422,3 +423,43 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
 def test_thinking_budget_must_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UserError, match="thinking_budget"):
         AnthropicModel("c", client=object(), max_tokens=1000, thinking_budget=1000)
+
+
+async def test_every_damage_of_an_event_is_read_or_a_model_error(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    """A provider that returns garbage: each event of a stream with thinking, text and a tool
+    call, changed in every way ``every_damage`` knows (any JSON at any path, a key removed, an
+    entry repeated), is read or ends the stream with a typed error."""
+    events = [
+        message_start(),
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        block_delta(0, {"type": "thinking_delta", "thinking": "hmm"}),
+        block_delta(0, {"type": "signature_delta", "signature": "sig"}),
+        block_stop(0),
+        block_start(1, {"type": "text", "text": ""}),
+        block_delta(1, {"type": "text_delta", "text": "hi"}),
+        block_stop(1),
+        block_start(2, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}),
+        block_delta(2, {"type": "input_json_delta", "partial_json": '{"q": 1}'}),
+        block_stop(2),
+        message_delta("tool_use", 5),
+        message_stop(),
+    ]
+    for at, original in enumerate(events):
+        for where, damaged in every_damage(original, JSON_JUNK):
+            sent = [*events[:at], damaged, *events[at + 1 :]]
+            body = "".join(f"event: {_name(e)}\ndata: {json.dumps(e)}\n\n" for e in sent)
+            server.reply(raw(200, body))
+            try:
+                await collect(model, HELLO)
+            except AgentLedgerError:
+                continue
+            except Exception as exc:
+                raise AssertionError(f"event {at}, {where}: {exc!r}") from exc
+
+
+def _name(event: object) -> str:
+    """The SSE event name of ``event``: its type, when it still has one that is text."""
+    kind = event.get("type") if isinstance(event, dict) else None
+    return kind if isinstance(kind, str) else "unknown"

@@ -23,7 +23,7 @@ from agentledger.agent import (
     complete,
 )
 from agentledger.agent.providers import OpenAIChatModel
-from agentledger.errors import HistoryError, ModelError, UserError
+from agentledger.errors import AgentLedgerError, HistoryError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage
 from agentledger.wire import to_openai
 from tests.agent.fake_servers import (
@@ -37,6 +37,7 @@ from tests.agent.fake_servers import (
     tool_delta,
     usage_chunk,
 )
+from tests.messages.strategies import JSON_JUNK, every_damage
 
 
 @pytest.fixture
@@ -479,3 +480,30 @@ async def test_long_tool_ids_are_mapped_for_the_request_and_back(
     )
     final = (await collect(model, history))[-1]
     assert final.message.tool_calls[0].id == long_id
+
+
+async def test_every_damage_of_a_chunk_is_read_or_a_model_error(
+    server: FakeServer, model: OpenAIChatModel
+) -> None:
+    """A provider that returns garbage: each chunk of a stream with reasoning, text, a tool
+    call and usage, changed in every way ``every_damage`` knows (any JSON at any path, a key
+    removed, an entry repeated), is read or ends the stream with a typed error."""
+    chunks = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"reasoning_content": "hmm"}),
+        chunk({"content": "hi"}),
+        tool_delta(0, '{"q":', id="c1", name="f"),
+        tool_delta(0, " 1}"),
+        chunk(finish="tool_calls"),
+        usage_chunk(10, 5),
+    ]
+    for at, original in enumerate(chunks):
+        for where, damaged in every_damage(original, JSON_JUNK):
+            sent = [*chunks[:at], damaged, *chunks[at + 1 :]]
+            server.reply(raw(200, "".join(f"data: {json.dumps(c)}\n\n" for c in sent)))
+            try:
+                await collect(model, HELLO)
+            except AgentLedgerError:
+                continue
+            except Exception as exc:
+                raise AssertionError(f"chunk {at}, {where}: {exc!r}") from exc
