@@ -102,3 +102,39 @@ AGUI_SHAPES: list[dict[str, Any]] = [
     {"id": "d1", "role": "developer", "content": "dev"},
     {"id": "r1", "role": "reasoning", "content": "think", "encryptedValue": "e=="},
 ]
+
+#: One Anthropic Messages-API turn of each role, with every kind of content block.
+ANTHROPIC_SHAPES: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+            },
+            {"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "t", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "text", "text": "x"},
+            {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"q": 1}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "r"}],
+                "is_error": False,
+            }
+        ],
+    },
+    {"role": "user", "content": "plain"},
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -20,9 +21,12 @@ from agentledger import (
     ToolUseBlock,
     UserError,
 )
+from agentledger.errors import AgentLedgerError
 from agentledger.wire import from_anthropic, to_anthropic
 
+from ..messages.strategies import every_damage
 from .conftest import PDF, PNG
+from .shapes import ANTHROPIC_SHAPES
 
 
 def _roles_alternate(turns: list[dict]) -> bool:
@@ -195,3 +199,22 @@ def test_turns_always_alternate_and_are_never_empty(msgs: list[Msg]) -> None:
             assert types == sorted(types, key=lambda t: t != "tool_result")
         else:
             assert "tool_result" not in types
+
+
+@pytest.mark.parametrize("shape", ANTHROPIC_SHAPES, ids=["media", "assistant", "result", "text"])
+def test_every_damage_of_a_turn_is_read_or_refused(shape: dict[str, Any]) -> None:
+    """Each turn changed in every way ``every_damage`` knows (any JSON at any path, a key
+    removed, a block repeated): refused with a typed error, or read into messages written as
+    turns that read and are written again the same."""
+    call = ANTHROPIC_SHAPES[1]  # the call a tool result answers
+    for where, turn in every_damage(shape):
+        try:
+            msgs = from_anthropic([call, turn])
+        except AgentLedgerError:
+            continue
+        try:
+            system, turns = to_anthropic(msgs)
+        except AgentLedgerError:
+            continue  # read, but not a history Anthropic takes as it is (a lone result, say)
+        again = from_anthropic(turns, system)
+        assert to_anthropic(again) == (system, turns), where
