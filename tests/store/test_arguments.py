@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentledger import AsyncLedger, Ledger, Msg
-from agentledger.errors import AgentLedgerError, UserError
+from agentledger.errors import AgentLedgerError, InvalidIdError, UserError
 from agentledger.messages.checks import MAX_COUNT
 from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
 
@@ -168,3 +170,32 @@ def test_an_infinite_wait_takes_the_lease_when_it_is_given_back(
             assert not taken.wait(0.3)  # still held: the waiter waits
         assert taken.wait(10)
         thread.join(10)
+
+
+_NAMES = [["context"], {"a": 1}, 1, None, b"context", "", "a/b", "x" * 65, "\x00"]
+
+
+@pytest.mark.parametrize("name", _NAMES, ids=repr)
+def test_every_call_that_takes_a_list_name_refuses_one_that_is_not(name: Any) -> None:
+    """A list name that is not one (a list, an object, a number, bytes, a path) is an
+    ``InvalidIdError`` from every call that takes one, before anything is written (``save`` and
+    ``sync`` raised ``TypeError: unhashable type`` for a list or an object)."""
+    with Ledger("memory://") as ledger:
+        ledger.save("s", [Msg.user("hi", id="m1")])
+        aio = AsyncLedger(ledger)
+        calls: list[Callable[[], Any]] = [
+            lambda: ledger.save("s", [], name=name),
+            lambda: ledger.sync("s", [{"role": "user", "content": "hi"}], name=name),
+            lambda: ledger.messages("s", name=name),
+            lambda: ledger.tracked("s", name=name),
+            lambda: ledger.load_tracked("s", name=name),
+            lambda: asyncio.run(aio.save("s", [], name=name)),
+            lambda: asyncio.run(aio.messages("s", name=name)),
+        ]
+        if not isinstance(name, (list, dict)):  # a key of the caller's own dict
+            calls.append(lambda: ledger.save_state("s", lists={name: []}))
+            calls.append(lambda: ledger.save_state("s", values={name: 1}))
+        for call in calls:
+            with pytest.raises(InvalidIdError):
+                call()
+        assert ledger.version("s") == 1

@@ -78,7 +78,7 @@ class AsyncLedger:
         version: int | None = None,
     ) -> list[Msg]:
         """``Ledger.messages``, decoded in the worker thread."""
-        key = self.sync.key(session, tenant)
+        key, name = self.sync.key(session, tenant), check_list_name(name)
         state = await asyncio.to_thread(self.sync._load, key, version, decode=name)
         return state.lists.get(name, [])
 

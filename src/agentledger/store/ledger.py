@@ -483,7 +483,7 @@ class Ledger:
         """
         return self.save_state(
             session,
-            lists={name: messages},
+            lists={check_list_name(name): messages},
             tenant=tenant,
             expected_version=expected_version,
         )
@@ -784,7 +784,7 @@ class Ledger:
         """
         from agentledger.store.transfer import as_messages
 
-        converter = self._converter(self.key(session, tenant), name)
+        converter = self._converter(self.key(session, tenant), check_list_name(name))
         converted = as_messages(messages, converter)
         self._trim_converters()
         return self.save(session, converted, name=name, tenant=tenant)
