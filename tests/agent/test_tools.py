@@ -201,3 +201,15 @@ async def test_a_tool_gets_the_arguments_exactly_as_the_model_wrote_them() -> No
     for text in ('{"n": 1', "[1]"):  # no JSON object: an error result, not a run with {}
         bad = await double.run(ToolUseBlock(id="c", name="double", arguments=text), CTX)
         assert bad.is_error and "not a JSON object" in bad.text
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [None, 0, "search", b"search", {"search": len}, object(), ["search"], [None], [len, 1]],
+    ids=repr,
+)
+def test_tools_that_are_not_functions_or_tools_are_refused_by_name(tools: object) -> None:
+    """A list of tools holding something that is not one, or no list at all, is a ``UserError``
+    that says which (a string in the list raised ``AttributeError: __name__``)."""
+    with pytest.raises(UserError, match="tool"):
+        as_tools(tools)  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -260,8 +260,12 @@ ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
 
 def as_tools(tools: Sequence[ToolLike]) -> dict[str, Tool]:
     """Tools by name; plain functions are wrapped with default settings."""
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise UserError(f"tools must be a list of functions or Tools, got {type(tools).__name__}")
     out: dict[str, Tool] = {}
-    for item in tools:
+    for index, item in enumerate(tools):
+        if not isinstance(item, Tool) and not callable(item):
+            raise UserError(f"tool {index} is not a function or a Tool: {type(item).__name__}")
         t = item if isinstance(item, Tool) else Tool(item)
         if t.name in out:
             raise UserError(f"two tools are named {t.name!r}")
