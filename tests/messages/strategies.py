@@ -10,9 +10,9 @@ Four families:
   (``$bytes``, ``$map``) or like stored-media references (``{"$blob": ...}``, NUL + ``blob:``),
   nesting at ``MAX_DEPTH``, media at and above the storage threshold, timestamps in years 1 and
   9999. Every one must come back from any store equal, with the same types and digest.
-- ``damaged(data, value)`` / ``every_damage(value)``: a wire dict with one thing changed
-  anyhow (one drawn, or all of them), for the properties that a converter reads it back
-  exactly or refuses it with a typed error.
+- ``every_damage(value)`` / ``damaged(value)``: a wire dict with one thing changed anyhow (all
+  of them, or one drawn), for the properties that a converter reads it back exactly or refuses
+  it with a typed error.
 - ``wild_values`` / ``constructor_calls``: anything at all (None, bools, floats, huge ints,
   bytes, lists, dicts, lone surrogates, enum members, naive datetimes, nested ``FrozenMap``\\ s
   holding lists) for the property that a constructor either refuses a value or keeps it exactly.
@@ -82,35 +82,6 @@ json_values = st.recursive(
 metadata = st.dictionaries(keys | st.just("_private"), json_values, max_size=3)
 
 
-def damaged(data: st.DataObject, value: Any, depth: int = 0) -> Any:
-    """A copy of ``value`` with one thing changed somewhere inside: a value replaced with any
-    JSON (an object, a list, bytes, a key shaped like the codec's tags ...), a key removed, or
-    a list entry repeated."""
-    if isinstance(value, dict) and value and depth < 4:
-        key = data.draw(st.sampled_from(sorted(value)))
-        out = dict(value)
-        how = data.draw(st.sampled_from(["replace", "remove", "deeper"]))
-        if how == "remove":
-            del out[key]
-        elif how == "replace":
-            out[key] = data.draw(json_values)
-        else:
-            out[key] = damaged(data, value[key], depth + 1)
-        return out
-    if isinstance(value, list) and value and depth < 4:
-        at = data.draw(st.integers(0, len(value) - 1))
-        out = list(value)
-        how = data.draw(st.sampled_from(["replace", "repeat", "deeper"]))
-        if how == "repeat":
-            out.insert(at, value[at])
-        elif how == "replace":
-            out[at] = data.draw(json_values)
-        else:
-            out[at] = damaged(data, value[at], depth + 1)
-        return out
-    return data.draw(json_values)
-
-
 #: What ``every_damage`` puts in place of a value: each JSON kind, and bytes.
 JUNK: tuple[Any, ...] = (None, True, 0, -1, 1.5, "", "x", b"b", [], ["a", 1], {}, {"a": [1]})
 #: ``JUNK`` without bytes: what a client's JSON can hold.
@@ -135,6 +106,11 @@ def every_damage(
                 yield where, [*value[:at], changed, *value[at + 1 :]]
     for replacement in junk:
         yield f"{path} = {replacement!r}", replacement
+
+
+def damaged(value: Any) -> st.SearchStrategy[tuple[str, Any]]:
+    """One of ``every_damage(value)``, drawn (``(where, copy)``)."""
+    return st.sampled_from(list(every_damage(value)))
 
 
 media_type = st.sampled_from(["image/png", "audio/wav", "video/mp4", "application/pdf"])

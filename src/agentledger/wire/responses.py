@@ -316,7 +316,6 @@ def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
                 raise UserError(f"{where}: a reasoning {field} part needs a string text")
             meta = keep_unknown(part, frozenset(("text",)), RESPONSES_EXTRA_KEY)
             if part.get("type") != _PART_TYPES_OF[field]:  # its type does not say where it goes
-                meta.setdefault(RESPONSES_EXTRA_KEY, {})  # read here: written with no type added
                 meta[_PART_FIELD_KEY] = field
             blocks.append(ThinkingBlock(thinking=part["text"], metadata=meta))
     return blocks
@@ -407,10 +406,10 @@ def _field(block: ThinkingBlock) -> str:
 
 
 def _thinking_part(block: ThinkingBlock) -> dict[str, Any]:
-    extras = extras_of(block.metadata)
-    if extras is not None and block.metadata.get(_PART_FIELD_KEY) in _PART_TYPES_OF:
+    extras = extras_of(block.metadata) or {}
+    if block.metadata.get(_PART_FIELD_KEY) in _PART_TYPES_OF:
         return {**extras, "text": block.thinking}  # as read: its own type, or none
-    return {"type": _PART_TYPES_OF[_field(block)], **(extras or {}), "text": block.thinking}
+    return {"type": _PART_TYPES_OF[_field(block)], **extras, "text": block.thinking}
 
 
 def _call_fields(call: ToolUseBlock) -> dict[str, Any]:

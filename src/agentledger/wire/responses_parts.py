@@ -166,8 +166,8 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
         if kind not in ("input_text", "output_text"):
             kind = text_type
         part = {**(extra or {}), "type": kind, "text": block.text}
-        if kind == "output_text" and extra is None:  # a part read here has what it had
-            part["annotations"] = []
+        if kind == "output_text" and (extra or {}).get("type") != kind:
+            part.setdefault("annotations", [])  # required; a part read as one has what it had
         return part
     if isinstance(block, ImageBlock):
         part = {**(extra or {}), "type": "input_image"}

@@ -142,9 +142,10 @@ def _converted(raw: bytes, base_id: str, what: str) -> tuple[Msg, ...]:
 def _first(exc: ValueError) -> str:
     """The first problem a pydantic ``ValidationError`` names, where it is and what."""
     errors = getattr(exc, "errors", None)
-    if not callable(errors) or not errors():
+    problems = errors() if callable(errors) else None
+    if not problems:
         return str(exc)
-    first = errors()[0]
+    first = problems[0]
     where = ".".join(str(part) for part in first.get("loc", ())[1:])  # [0]: the list index
     return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
 
