@@ -119,7 +119,9 @@ class RunInterrupted(msgspec.Struct, frozen=True):
 
 
 class ContextEditFailed(msgspec.Struct, frozen=True):
-    """A middleware's own model call failed (a summary); the context was left as it was."""
+    """A middleware's edit was not made: its own model call failed (a summary, ``kind``
+    ``ModelError``) or what it returned would not pass the agent's history check (``kind``
+    ``HistoryError``); the context was left as it was."""
 
     middleware: str
     error: str

@@ -8,7 +8,10 @@ saved. Both default to "no change".
 
 A ``before_reasoning`` that calls a model of its own (a summary) and fails raises ``ModelError``:
 the agent then keeps the context as it was and reports a ``ContextEditFailed`` event instead of
-ending the run. Ready-made context middlewares are in ``agentledger.context``.
+ending the run. So it does for an edit that fails the history check the model call would make
+(a tool call left without its result, say): the edit is checked before it is saved, and never
+becomes the session's state. Returning anything but a list of ``Msg`` or ``None`` is a
+``UserError``. Ready-made context middlewares are in ``agentledger.context``.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ from agentledger.agent.lifecycle import (
 from agentledger.agent.middleware import Middleware
 from agentledger.agent.model import Model, ModelSettings
 from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools
-from agentledger.errors import AgentLedgerError, ModelError, UserError
+from agentledger.errors import AgentLedgerError, HistoryError, ModelError, UserError
 from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, checks, new_id
 from agentledger.store import Ledger, SessionKey, Store
 from agentledger.store.aio import AsyncLedger
@@ -121,6 +121,24 @@ def _as_input(value: AgentInput) -> list[Msg]:
     if not all(isinstance(m, Msg) for m in msgs):
         raise UserError("agent input must be a string, a Msg or a list of Msg")
     return msgs
+
+
+def _edited_context(middleware: Middleware, edited: Any) -> list[Msg]:
+    """A middleware's edit as a list of messages, or ``UserError`` naming the middleware."""
+    name = type(middleware).__name__
+    if isinstance(edited, (str, bytes)) or not isinstance(edited, Sequence):
+        raise UserError(
+            f"{name}.before_reasoning must return a list of Msg or None, "
+            f"got {type(edited).__name__}"
+        )
+    edited = list(edited)
+    for position, msg in enumerate(edited):
+        if not isinstance(msg, Msg):
+            raise UserError(
+                f"{name}.before_reasoning returned a {type(msg).__name__} at position "
+                f"{position}, not a Msg"
+            )
+    return edited
 
 
 def _replace_context(context: TrackedList, edited: Sequence[Msg]) -> None:
@@ -334,8 +352,17 @@ class ReActAgent:
                     name, kind = type(middleware).__name__, type(exc).__name__
                     yield ContextEditFailed(name, str(exc), kind, run.version)
                     continue
-                if edited is not None:
-                    _replace_context(run.context, edited)
+                if edited is None:
+                    continue
+                edited = _edited_context(middleware, edited)
+                try:
+                    run.checker.check(edited)  # an edit is saved only if it can be sent
+                except HistoryError as exc:
+                    log.warning("%s's edit was not applied: %s", type(middleware).__name__, exc)
+                    name, kind = type(middleware).__name__, type(exc).__name__
+                    yield ContextEditFailed(name, str(exc), kind, run.version)
+                    continue
+                _replace_context(run.context, edited)
             async for event in self._save(run):  # persist middleware edits before sending
                 yield event
             sent = run.checker.check(run.context)
