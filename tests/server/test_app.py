@@ -186,6 +186,41 @@ async def test_state_is_stored_and_sent_back(client: Any, ledger: AsyncLedger) -
     assert (await ledger.load("t")).values["agui.state"] == {"cart": [1, 2]}
 
 
+@pytest.mark.parametrize("form", ["hydrate", "resend", "new message"])
+@pytest.mark.parametrize("sent", [{"step": 2}, {}, [1, "two"], None, 0, "x"])
+async def test_the_state_a_client_sends_is_kept_whatever_its_messages(
+    client: Any, ledger: AsyncLedger, form: str, sent: Any
+) -> None:
+    """Every run takes the client's state as the thread's (``{}``, a fresh client's default,
+    never replaces a stored state; ``null`` is no state): a run with no messages (hydrating)
+    as well, whose snapshot once sent back the stored state over the client's."""
+    first = await run(client, "t", [user("u0", "hi")], state={"step": 1})
+    version = await ledger.version("t")
+    messages = {
+        "hydrate": [],
+        "resend": snapshot(first),
+        "new message": [*snapshot(first), user("u1", "again")],
+    }[form]
+    events = await run(client, "t", messages, runId="r2", state=sent)
+    kept = {"step": 1} if sent in ({}, None) else sent  # null: no state sent
+    assert (await ledger.load("t")).values["agui.state"] == kept
+    (state,) = [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"]
+    assert state == kept
+    if form != "new message":
+        assert await ledger.version("t") == version + (kept != {"step": 1})
+
+
+@pytest.mark.parametrize("sent", [{"step": 2}, {}])
+async def test_a_hydrating_run_on_no_thread_makes_none_and_keeps_the_clients_state(
+    client: Any, ledger: AsyncLedger, sent: Any
+) -> None:
+    events = await run(client, "new", [], state=sent)
+    assert [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"] == [sent]
+    assert not await ledger.exists("new")
+    response = await client.post("/", json=body(threadId="new", messages=[], state=10**30))
+    assert response.status_code == 422 and "state cannot be stored" in response.text
+
+
 async def test_context_and_forwarded_props_reach_the_run(
     model: ModelServer, ledger: AsyncLedger
 ) -> None:

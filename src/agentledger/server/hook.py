@@ -19,17 +19,18 @@ from typing import Any
 from agentledger.agent.context import OnStateLoaded, RuntimeContext
 from agentledger.agent.lifecycle import CLIENT, PENDING_VALUE, state_of, unanswered_calls
 from agentledger.errors import CodecError, HistoryError, UserError
-from agentledger.messages import Msg, ToolResultBlock
+from agentledger.messages import Msg, ToolResultBlock, encode_value
 from agentledger.server.activity import ACTIVITY_VALUE, merged, split
 from agentledger.server.forms import AguiForms
 from agentledger.server.merge import Merge, Merger
 from agentledger.server.parse import NO_STATE, RunRequest
 from agentledger.server.same import same_json
+from agentledger.store import SessionState
 from agentledger.store.aio import AsyncLedger
 from agentledger.wire import HistoryChecker
 from agentledger.wire.agui import to_agui
 
-__all__ = ["MERGE_KEY", "STATE_VALUE", "merge_hook"]
+__all__ = ["MERGE_KEY", "STATE_VALUE", "client_state", "merge_hook", "save_client_values"]
 
 STATE_VALUE = "agui.state"
 """Session value holding the AG-UI state a client last sent."""
@@ -61,20 +62,11 @@ def merge_hook(
         ctx.attributes[MERGE_KEY] = merge
         del state.context[merge.keep :]
         msgs[:] = merge.input
-        values = {}
-        if _replaces(request.state, state.values.get(STATE_VALUE, NO_STATE)):
-            values[STATE_VALUE] = request.state
+        values = client_state(request, state)
         entries = merged(state.values.get(ACTIVITY_VALUE), activity)
         if entries is not None:
             values[ACTIVITY_VALUE] = entries
-        if values:
-            try:
-                report = await ledger.save_state(ctx.session_id, values=values, tenant=ctx.tenant)
-            except CodecError as exc:  # the client's JSON holds what a value cannot (HTTP 422)
-                names = " and ".join(_CLIENT_VALUES[n] for n in values)
-                raise UserError(f"{names} cannot be stored: {exc}") from None
-            state.values.update(values)
-            state.version = report.version
+        await save_client_values(ledger, ctx.session_id, ctx.tenant, state, values)
         if chained is not None:
             outcome = chained(ctx, msgs)
             if inspect.isawaitable(outcome):
@@ -84,6 +76,42 @@ def merge_hook(
 
 
 _CLIENT_VALUES = {STATE_VALUE: "RunAgentInput.state", ACTIVITY_VALUE: "the activity messages"}
+
+
+def client_state(request: RunRequest, state: SessionState) -> dict[str, Any]:
+    """``{STATE_VALUE: the client's state}`` when it replaces the thread's (``_replaces``),
+    else ``{}``."""
+    if _replaces(request.state, state.values.get(STATE_VALUE, NO_STATE)):
+        return {STATE_VALUE: request.state}
+    return {}
+
+
+async def save_client_values(
+    ledger: AsyncLedger,
+    session: str,
+    tenant: str | None,
+    state: SessionState,
+    values: dict[str, Any],
+    *,
+    create: bool = True,
+) -> None:
+    """Store ``values`` the client sent in the thread ``state`` was loaded from, and make
+    ``state`` hold them at the version they were committed as; ``UserError`` (HTTP 422) when
+    the client's JSON holds what a value cannot. Without ``create``, a thread that does not
+    exist is not made to hold them: ``state`` alone takes them (once checked)."""
+    if not values:
+        return
+    try:
+        if create or state.version:
+            report = await ledger.save_state(session, values=values, tenant=tenant)
+            state.version = report.version
+        else:
+            for value in values.values():
+                encode_value(value)
+    except CodecError as exc:  # the client's JSON holds what a value cannot (HTTP 422)
+        names = " and ".join(_CLIENT_VALUES[n] for n in values)
+        raise UserError(f"{names} cannot be stored: {exc}") from None
+    state.values.update(values)
 
 
 def _replaces(sent: Any, stored: Any) -> bool:

@@ -14,7 +14,8 @@ web server does to the response task.
 The run's last events are read back from the store: ``STATE_SNAPSHOT`` and
 ``MESSAGES_SNAPSHOT`` at the version the run ended at, then ``RUN_FINISHED`` (with the client
 tool calls left waiting as ``pendingToolCallIds``) or ``RUN_ERROR`` with a code. A request with
-no messages hydrates: the snapshots only, no model call.
+no messages hydrates: the snapshots only, no model call; its ``state`` is stored as any run's
+is (``hook.client_state``), so the snapshot never sends a client back the state it replaced.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ from agentledger.errors import AgentLedgerError
 from agentledger.server.activity import ACTIVITY_VALUE, interleave
 from agentledger.server.events import EventStream, error_code
 from agentledger.server.forms import AguiForms
-from agentledger.server.hook import STATE_VALUE, merge_hook, merge_of
+from agentledger.server.hook import (
+    STATE_VALUE,
+    client_state,
+    merge_hook,
+    merge_of,
+    save_client_values,
+)
 from agentledger.server.parse import RunRequest
 from agentledger.store import SessionState
 
@@ -110,7 +117,12 @@ class ServerRun:
         if not self.request.messages:
             thread, tenant = self.request.thread_id, self.ctx.tenant
             async with self.ledger.lease(thread, tenant=tenant, wait=self.agent.lease_wait):
-                self.hydrated = await self.ledger.load(thread, tenant=tenant)
+                state = await self.ledger.load(thread, tenant=tenant)
+                # the client's state is the thread's, as in a run (the snapshot must not undo
+                # it); a thread that does not exist is not made for it
+                values = client_state(self.request, state)
+                await save_client_values(self.ledger, thread, tenant, state, values, create=False)
+                self.hydrated = state
             return
         task = asyncio.create_task(self._pump())
         _tasks.add(task)
