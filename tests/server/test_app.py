@@ -24,8 +24,12 @@ def body(**fields: Any) -> dict[str, Any]:
     return {"threadId": "t", "runId": "r", "messages": [user("u0", "hi")], **fields}
 
 
+JSON = {"content-type": "application/json"}
+
+
 async def refused(client: Any, status: int, payload: Any, **kw: Any) -> str:
     if isinstance(payload, (bytes, str)):
+        kw["headers"] = {**JSON, **kw.get("headers", {})}
         response = await client.post("/", content=payload, **kw)
     else:
         response = await client.post("/", json=payload, **kw)
@@ -92,7 +96,51 @@ async def test_a_number_json_cannot_hold_is_refused_not_turned_into_null(
     says = await refused(client, 422, _with_number(literal, where))
     assert "not a valid AG-UI RunAgentInput" in says
     assert await ledger.list_sessions() == []
-    assert (await client.post("/", content=_with_number("1e300", where))).status_code == 200
+    response = await client.post("/", content=_with_number("1e300", where), headers=JSON)
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("content_type", "encoding"),
+    [
+        (None, None),
+        ("text/plain", None),
+        ("text/plain;charset=UTF-8", None),
+        ("application/x-www-form-urlencoded", None),
+        ("multipart/form-data; boundary=x", None),
+        ("application/jsonp", None),
+        ("json", None),
+        ("application/json", "gzip"),
+        ("application/json", "br"),
+    ],
+)
+async def test_a_run_body_not_sent_as_json_is_refused_with_415(
+    client: Any, model: ModelServer, ledger: AsyncLedger, content_type: Any, encoding: Any
+) -> None:
+    """A web page can make a browser post a text, form or untyped body to a server on the
+    user's machine without asking it first (no CORS preflight), and such a body can be valid
+    JSON: only a body declared as JSON, uncompressed, is run."""
+    headers = {"content-type": content_type, "content-encoding": encoding}
+    sent = json.dumps(body()).encode()
+    response = await client.post("/", content=sent, headers={k: v for k, v in headers.items() if v})
+    assert response.status_code == 415, response.text
+    assert response.json()["error"]["code"] == "unsupported_media_type"
+    assert await ledger.list_sessions() == [] and model.requests == []
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "application/x+json",
+    ],
+)
+async def test_a_run_body_declared_as_json_is_run(client: Any, content_type: str) -> None:
+    sent = json.dumps(body()).encode()
+    response = await client.post("/", content=sent, headers={"content-type": content_type})
+    assert response.status_code == 200 and parse_frames(response.text)[-1]["type"] == "RUN_FINISHED"
 
 
 async def test_a_body_over_the_limit_is_refused_with_413(
@@ -106,7 +154,7 @@ async def test_a_body_over_the_limit_is_refused_with_413(
             for _ in range(10):
                 yield b" " * 500
 
-        response = await client.post("/", content=chunks())
+        response = await client.post("/", content=chunks(), headers=JSON)
         assert response.status_code == 413
         assert (await client.post("/", json=body())).status_code == 200
 

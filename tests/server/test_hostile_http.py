@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import socket
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC
@@ -211,6 +212,25 @@ junk_auth = st.one_of(
                      "Bearer token-of-acme-1 extra", "Bearer " + "x" * 5000]),
 )  # fmt: skip
 auth = st.tuples(st.integers(0, 9), junk_auth).map(lambda t: ACME if t[0] < 8 else t[1])
+#: How a run body says what it is: only JSON is taken (``parse.check_body_type``).
+content_types = st.sampled_from(
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "application/vnd.agui+json",
+        "text/plain",
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/xml",
+        "json",
+        "application/jsonx",
+        "",
+        "application/",
+    ]
+)
+encodings = st.sampled_from(["identity", "IDENTITY", "gzip", "br", "deflate", "x", ""])
 
 
 def _path_id(value: str, slashes: bool) -> str:
@@ -232,6 +252,7 @@ requests = st.one_of(
     st.tuples(st.just("run"), valid_body, auth),
     st.tuples(st.just("run"), damaged_body, auth),
     st.tuples(st.just("raw"), raw, auth),
+    st.tuples(st.just("typed"), st.tuples(valid_body, content_types, encodings), auth),
     st.tuples(st.just("messages"), st.tuples(threads, st.booleans(), versions), auth),
     st.tuples(st.just("threads"), st.tuples(maybe(st.text(max_size=6)), maybe(cursors)), auth),
     st.tuples(st.just("method"), st.tuples(
@@ -246,6 +267,12 @@ requests = st.one_of(
 # -- sending and judging ----------------------------------------------------------------------
 def send(http: httpx.Client, kind: str, payload: Any, authorization: str | None) -> httpx.Response:
     headers = {} if authorization is None else {"Authorization": authorization.encode()}
+    if kind in ("run", "raw", "oversize"):
+        headers["Content-Type"] = b"application/json"
+    if kind == "typed":
+        run_body, content_type, encoding = payload
+        headers.update({"Content-Type": content_type, "Content-Encoding": encoding})
+        return http.post("/", content=json.dumps(run_body).encode(), headers=headers)
     if kind == "run":
         return http.post("/", content=json.dumps(payload).encode(), headers=headers)
     if kind == "raw":
@@ -414,6 +441,38 @@ def _exchange(url: str, data: bytes) -> bytes:
             while chunk := sock.recv(65536):
                 reply += chunk
     return reply
+
+
+#: Run bodies a client stops sending: the declared length not reached, a chunked body cut off.
+CUT_OFF = [
+    b"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: " + ACME.encode() + b"\r\n"
+    b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"',
+    b"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: " + ACME.encode() + b"\r\n"
+    b'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{"\r\n',
+]
+
+
+def test_a_client_that_stops_sending_its_body_leaves_no_error_and_no_trace(
+    model: ModelServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The body's end never comes: the app stops reading it, runs nothing and answers 400 to
+    no one, and neither it nor uvicorn logs an error (an unhandled ``ClientDisconnect`` was an
+    "Exception in ASGI application")."""
+    ledger = AsyncLedger(f"sqlite:///{tmp_path / 't.db'}")
+    web = logging.getLogger("uvicorn.error")  # configured by uvicorn as it starts
+    with serving(make_app(model, ledger, auth=TOKENS)) as url:
+        web.addHandler(caplog.handler)
+        try:
+            host, port = url.removeprefix("http://").split(":")
+            for data in CUT_OFF:
+                with socket.create_connection((host, int(port)), timeout=10) as sock:
+                    sock.sendall(data)
+                threading.Event().wait(0.5)  # the app finds the connection closed
+        finally:
+            web.removeHandler(caplog.handler)
+    logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not logged, logged
+    assert model.requests == []
 
 
 def test_malformed_http_gets_a_4xx_not_a_dropped_connection(

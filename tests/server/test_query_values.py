@@ -37,5 +37,6 @@ async def test_a_version_the_thread_never_had_is_a_404(client: Any, version: str
 
 
 async def test_a_declared_length_no_integer_holds_is_refused_with_413(client: Any) -> None:
-    response = await client.post("/", content=b"{}", headers={"content-length": "9" * 5000})
+    headers = {"content-length": "9" * 5000, "content-type": "application/json"}
+    response = await client.post("/", content=b"{}", headers=headers)
     assert response.status_code == 413, response.text

@@ -9,7 +9,9 @@
 
 Refusals come before any event, as JSON ``{"error": {"code": ..., "message": ...}}``: 401 no or
 unknown token, 404 no such thread (in this tenant) or no such version of it, 409 the thread is
-running, 413 the body is over the limit, 422 a body that is not a valid run or a query value
+running, 413 the body is over the limit, 415 a run body not sent as ``application/json`` (the
+guard against cross-site posts, see ``parse.check_body_type``) or compressed, 400 a body the
+client stopped sending, 422 a body that is not a valid run or a query value
 that is not valid (the message says which field; a cursor that is malformed or was taken in
 another tenant's listing is one), 503 the store is unreachable.
 """
@@ -38,7 +40,14 @@ from agentledger.server.auth import Auth, Unauthorized
 from agentledger.server.encode import MEDIA_TYPE, frames
 from agentledger.server.forms import AguiForms
 from agentledger.server.hook import STATE_VALUE
-from agentledger.server.parse import BodyTooLarge, parse_run_input, read_body
+from agentledger.server.parse import (
+    BodyIncomplete,
+    BodyTooLarge,
+    UnsupportedBody,
+    check_body_type,
+    parse_run_input,
+    read_body,
+)
 from agentledger.server.runner import start_run
 from agentledger.store import Ledger, Store
 from agentledger.store.aio import AsyncLedger
@@ -52,6 +61,8 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024
 _STATUS: list[tuple[type[BaseException], int, str]] = [
     (Unauthorized, 401, "unauthorized"),
     (BodyTooLarge, 413, "body_too_large"),
+    (UnsupportedBody, 415, "unsupported_media_type"),
+    (BodyIncomplete, 400, "body_incomplete"),
     (SessionBusyError, 409, "thread_busy"),
     (SessionNotFoundError, 404, "thread_not_found"),
     (VersionNotFoundError, 404, "version_not_found"),
@@ -81,6 +92,7 @@ def create_app(
     Mount it in an existing app with ``app.mount("/agent", create_app(...))``."""
     fastapi = require("fastapi", "server")
     from fastapi.responses import JSONResponse, StreamingResponse
+    from starlette.requests import ClientDisconnect
 
     if agent is None:
         if model is None:
@@ -117,7 +129,13 @@ def create_app(
 
     @guarded
     async def run(request: Any, tenant: str) -> Any:
-        body = await read_body(request.stream(), max_body, request.headers.get("content-length"))
+        sent = request.headers
+        check_body_type(sent.get("content-type"), sent.get("content-encoding"))
+        try:
+            body = await read_body(request.stream(), max_body, sent.get("content-length"))
+        except ClientDisconnect:  # the answer goes nowhere; nothing was read, nothing done
+            log.info("a client went away before sending the whole run body")
+            raise BodyIncomplete("the client went away before sending the whole body") from None
         run_request = parse_run_input(body, server_tools=server_tools)
         started = await start_run(served, run_request, tenant, forms)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -32,7 +32,16 @@ from agentledger.errors import UserError
 from agentledger.store.ids import check_id
 from agentledger.wire.agui import brief, normalize_agui
 
-__all__ = ["NO_STATE", "BodyTooLarge", "RunRequest", "parse_run_input", "read_body"]
+__all__ = [
+    "NO_STATE",
+    "BodyIncomplete",
+    "BodyTooLarge",
+    "RunRequest",
+    "UnsupportedBody",
+    "check_body_type",
+    "parse_run_input",
+    "read_body",
+]
 
 NO_STATE: Any = object()
 """``RunRequest.state`` when the client sent none (the stored state is kept)."""
@@ -40,6 +49,38 @@ NO_STATE: Any = object()
 
 class BodyTooLarge(UserError):
     """The request body is over the server's limit (HTTP 413)."""
+
+
+class UnsupportedBody(UserError):
+    """The request body is not declared as JSON, or is compressed (HTTP 415)."""
+
+
+class BodyIncomplete(UserError):
+    """The client went away before sending the whole body (HTTP 400, to no one)."""
+
+
+def check_body_type(content_type: str | None, content_encoding: str | None) -> None:
+    """Refuse a run body that is not declared ``application/json`` (or ``+json``), or that
+    is compressed.
+
+    The declared type is the guard against cross-site requests: a web page can make a
+    browser post ``text/plain``, a form or an untyped body to a server on the user's machine
+    without asking it first (no CORS preflight), and such a body can still be valid JSON.
+    ``application/json`` is never sent that way, and every AG-UI client declares it.
+    """
+    media = (content_type or "").partition(";")[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    if kind != "application" or not (subtype == "json" or subtype.endswith("+json")):
+        said = f"Content-Type {content_type[:80]!r}" if content_type else "no Content-Type"
+        raise UnsupportedBody(
+            f"a run body must be sent as Content-Type: application/json, not with {said}"
+        )
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding != "identity":
+        raise UnsupportedBody(
+            f"Content-Encoding {content_encoding[:40]!r} is not supported: send the body "
+            "uncompressed"
+        )
 
 
 @dataclass(frozen=True, slots=True)
