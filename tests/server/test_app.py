@@ -58,6 +58,18 @@ async def refused(client: Any, status: int, payload: Any, **kw: Any) -> str:
         (body(threadId="a\nb"), "threadId"),
         (body(tools=[{"name": "t", "description": "d", "parameters": True}]), "JSON schema"),
         (body(tools=[{"name": "look up", "description": "d"}]), "tool name must be"),
+        (  # a provider refuses both: the run would fail after storing the user's message
+            body(tools=[{"name": "t", "description": "d"}, {"name": "t", "description": "e"}]),
+            "declares 't' twice",
+        ),
+        (
+            body(tools=[{"name": "t", "description": "d", "parameters": {"type": "string"}}]),
+            'schema of an object ("type": "object"), got "type": "string"',
+        ),
+        (
+            body(tools=[{"name": "t", "description": "d", "parameters": {"type": ["object"]}}]),
+            'got "type": ["object"]',
+        ),
         (
             body(messages=[{"id": "t1", "role": "tool", "toolCallId": "nope", "content": "x"}]),
             "orphan_result",

@@ -167,7 +167,7 @@ def parse_run_input(body: bytes, *, server_tools: frozenset[str] = frozenset()) 
         thread_id=run.thread_id,
         run_id=run.run_id,
         messages=messages,
-        tools=tuple(_tool_spec(t, server_tools) for t in run.tools or ()),
+        tools=_tool_specs(run.tools or (), server_tools),
         state=NO_STATE if run.state is None else run.state,
         context=[c.model_dump(by_alias=True, mode="json") for c in run.context or ()],
         forwarded_props=run.forwarded_props,
@@ -188,12 +188,35 @@ def _client_message(message: Any, index: int) -> dict[str, Any]:
     return normalize_agui(message, index)
 
 
-def _tool_spec(tool: Any, server_tools: frozenset[str]) -> ToolSpec:
-    if tool.name in server_tools:
-        raise UserError(f"tool {tool.name!r} is a server tool; a client tool needs another name")
-    parameters = tool.parameters
-    if parameters is None:
-        parameters = {"type": "object", "properties": {}}
-    if not isinstance(parameters, Mapping):
-        raise UserError(f"tool {tool.name!r}: parameters must be a JSON schema object")
-    return ToolSpec(name=tool.name, description=tool.description, parameters=dict(parameters))
+def _tool_specs(tools: Any, server_tools: frozenset[str]) -> tuple[ToolSpec, ...]:
+    """The client's tools, refused here when a provider would refuse the run that declares
+    them (after the user's message was stored): two tools of one name, or parameters that
+    are not an object's schema (OpenAI and Anthropic both take only ``"type": "object"``)."""
+    specs: dict[str, ToolSpec] = {}
+    for tool in tools:
+        if tool.name in server_tools:
+            raise UserError(
+                f"tool {tool.name!r} is a server tool; a client tool needs another name"
+            )
+        if tool.name in specs:
+            raise UserError(f"tools declares {tool.name!r} twice; tool names must be unique")
+        parameters = tool.parameters
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}}
+        if not isinstance(parameters, Mapping):
+            raise UserError(f"tool {tool.name!r}: parameters must be a JSON schema object")
+        if parameters.get("type", "object") != "object":
+            raise UserError(
+                f"tool {tool.name!r}: parameters must be the schema of an object "
+                f'("type": "object"), got "type": {_brief_json(parameters["type"])}'
+            )
+        specs[tool.name] = ToolSpec(
+            name=tool.name, description=tool.description, parameters=dict(parameters)
+        )
+    return tuple(specs.values())
+
+
+def _brief_json(value: Any) -> str:
+    """``value`` as JSON, cut to 40 characters."""
+    text = msgspec.json.encode(value).decode()
+    return text if len(text) <= 40 else text[:39] + "…"
