@@ -176,6 +176,45 @@ def test_read_offloaded_never_reads_outside_the_root_or_the_session(tmp_path: Pa
     assert other_tenant.is_error
 
 
+def test_a_session_reads_the_files_its_context_names_and_no_other(tmp_path: Path) -> None:
+    """A fork holds its parent's offloaded results, and their paths: it reads them (through
+    the agent, as the model would); a session whose context does not name a path still cannot
+    read it."""
+    from agentledger import ReActAgent, tool
+    from agentledger.store.aio import AsyncLedger
+    from agentledger.testing import ScriptedModel
+
+    @tool
+    def read_log(name: str) -> str:
+        """The whole log."""
+        return "INFO ok\n" * 1000
+
+    def calls(*blocks: ToolUseBlock) -> ScriptedModel:
+        return ScriptedModel([*(Msg.assistant(b) for b in blocks), Msg.assistant("done")])
+
+    ledger = AsyncLedger(f"sqlite:///{tmp_path / 'state.db'}")
+    evictor = ToolResultEviction(tmp_path / "offload", limit=1000, preview=100)
+    tools = [read_log, evictor.read_tool]
+    agent = ReActAgent(
+        calls(ToolUseBlock(id="c1", name="read_log", input={"name": "a"})),
+        tools,
+        store=ledger,
+        middlewares=[evictor],
+    )
+    asyncio.run(agent.run("read it", "parent"))
+    (result,) = asyncio.run(ledger.messages("parent"))[2].tool_results
+    path = result.metadata["_preview"]["path"]
+    asyncio.run(ledger.fork("parent", "fork"))
+    asyncio.run(ledger.save("stranger", [Msg.user("hi")]))
+    read = ToolUseBlock(id="c2", name="read_offloaded", input={"path": path})
+    for session, readable in (("parent", True), ("fork", True), ("stranger", False)):
+        again = ReActAgent(calls(read), tools, store=ledger)
+        asyncio.run(again.run("the whole log, please", session))
+        (answer,) = asyncio.run(ledger.messages(session))[-2].tool_results
+        assert answer.is_error is not readable, (session, answer.text)
+        assert (answer.text == "INFO ok\n" * 1000) is readable
+
+
 def test_read_offloaded_pages_by_characters(tmp_path: Path) -> None:
     evictor = ToolResultEviction(tmp_path, limit=100, preview=10)
     text = "".join(chr(0x41 + i % 26) for i in range(500))

@@ -471,7 +471,10 @@ class ReActAgent:
                 is_error=True,
                 output=(TextBlock(text=f"There is no tool named {call.name!r}."),),
             )
-        context = ToolContext(run.ctx.tenant, run.ctx.session_id, call.id, run.ctx.attributes)
+        ctx = run.ctx
+        context = ToolContext(
+            ctx.tenant, ctx.session_id, call.id, ctx.attributes, messages=tuple(run.context)
+        )
         return await tool.run(call, context)
 
     async def _resume(

@@ -28,6 +28,7 @@ from agentledger.messages import (
     AudioBlock,
     FileBlock,
     ImageBlock,
+    Msg,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -44,12 +45,15 @@ _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may ask for by declaring a parameter annotated ``ToolContext``."""
+    """What a tool may ask for by declaring a parameter annotated ``ToolContext``: the
+    session, the call, the run's attributes and ``messages``, the session's context as it stood
+    when the call started (the message that made the call included)."""
 
     tenant: str
     session_id: str
     call_id: str
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    messages: Sequence[Msg] = ()
 
 
 def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:

@@ -19,7 +19,8 @@ Rules that keep this exact:
   own preview and its own file;
 - the file name is derived from the ids and the text (``offload.offload_path``), never taken from
   them, so no id can write or read outside the root; ``read_offloaded`` reads only the calling
-  session's files.
+  session's files, and those its context names (a session forked from the one that offloaded a
+  result holds that result, and its path).
 """
 
 from __future__ import annotations
@@ -152,7 +153,8 @@ class ToolResultEviction(Middleware):
                 limit: how many characters to return (default: all the rest).
             """
             tenant, session, _ = parse_offload_path(path)
-            if f"{tenant}/{session}" != session_folder(context.session_id, context.tenant):
+            own = session_folder(context.session_id, context.tenant)
+            if f"{tenant}/{session}" != own and not _names(context.messages, path):
                 raise UserError("that path belongs to another session")
             if offset < 0 or (limit is not None and limit < 0):
                 raise UserError("offset and limit must not be negative")
@@ -160,3 +162,14 @@ class ToolResultEviction(Middleware):
             return text[offset:] if limit is None else text[offset : offset + limit]
 
         return Tool(read_offloaded, name=self.tool_name)
+
+
+def _names(messages: Sequence[Msg], path: str) -> bool:
+    """Whether a result in ``messages`` was offloaded to ``path`` (its mark says so): a session
+    forked from the one that offloaded it holds that result, and so may read the file."""
+    for msg in messages:
+        for result in msg.tool_results:
+            mark = preview_mark(result)
+            if mark is not None and mark.get("path") == path:
+                return True
+    return False
