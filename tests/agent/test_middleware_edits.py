@@ -92,9 +92,9 @@ def test_an_edit_dropping_a_result_is_reported_and_not_saved() -> None:
 @pytest.mark.parametrize(
     ("returned", "said"),
     [
-        ("not a list", "must return a list of Msg or None, got str"),
-        (42, "must return a list of Msg or None, got int"),
-        ([{"role": "user", "content": "hi"}], "returned a dict at position 0, not a Msg"),
+        ("not a list", "expected a list of Msg, got str"),
+        (42, "expected a list of Msg, got int"),
+        ([{"role": "user", "content": "hi"}], "expected a list of Msg, got a dict at position 0"),
     ],
 )
 async def test_an_edit_that_is_not_a_list_of_messages_is_a_user_error(
@@ -107,6 +107,6 @@ async def test_an_edit_that_is_not_a_list_of_messages_is_a_user_error(
     ledger = AsyncLedger("memory://")
     await ledger.save("s", HISTORY)
     agent = ReActAgent(ScriptedModel(["noted"]), store=ledger, middlewares=[Odd()])
-    with pytest.raises(UserError, match=f"Odd.before_reasoning {said}"):
+    with pytest.raises(UserError, match=f"Odd.before_reasoning: {said}"):
         await agent.run("and Oslo?", "s")
     assert (await ledger.messages("s"))[: len(HISTORY)] == HISTORY

@@ -70,7 +70,15 @@ from agentledger.agent.middleware import Middleware
 from agentledger.agent.model import Model, ModelSettings
 from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools
 from agentledger.errors import AgentLedgerError, HistoryError, ModelError, UserError
-from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock, checks, new_id
+from agentledger.messages import (
+    Msg,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    checks,
+    message_list,
+    new_id,
+)
 from agentledger.store import Ledger, SessionKey, Store
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.base import check_wait
@@ -125,20 +133,7 @@ def _as_input(value: AgentInput) -> list[Msg]:
 
 def _edited_context(middleware: Middleware, edited: Any) -> list[Msg]:
     """A middleware's edit as a list of messages, or ``UserError`` naming the middleware."""
-    name = type(middleware).__name__
-    if isinstance(edited, (str, bytes)) or not isinstance(edited, Sequence):
-        raise UserError(
-            f"{name}.before_reasoning must return a list of Msg or None, "
-            f"got {type(edited).__name__}"
-        )
-    edited = list(edited)
-    for position, msg in enumerate(edited):
-        if not isinstance(msg, Msg):
-            raise UserError(
-                f"{name}.before_reasoning returned a {type(msg).__name__} at position "
-                f"{position}, not a Msg"
-            )
-    return edited
+    return message_list(edited, f"{type(middleware).__name__}.before_reasoning")
 
 
 def _replace_context(context: TrackedList, edited: Sequence[Msg]) -> None:

@@ -44,6 +44,7 @@ from agentledger.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    message_list,
 )
 from agentledger.wire import validate
 from agentledger.wire.private import arguments_text
@@ -94,6 +95,11 @@ class SummaryCompaction(Middleware):
             from agentledger.agent.spec import model_from_spec
 
             model = model_from_spec(model)
+        if not callable(getattr(model, "stream", None)):
+            raise UserError(f"model must be a Model or a spec string, got {type(model).__name__}")
+        for name, text in (("prompt", prompt), ("system", system)):
+            if not isinstance(text, str):
+                raise UserError(f"{name} must be a str, got {type(text).__name__}")
         _positive("max_tokens", max_tokens, optional=True)
         _positive("max_messages", max_messages, optional=True)
         _positive("keep_recent", keep_recent)
@@ -112,6 +118,7 @@ class SummaryCompaction(Middleware):
 
     def needed(self, messages: Sequence[Msg]) -> bool:
         """Whether ``messages`` passed a threshold."""
+        messages = message_list(messages, "needed")
         if self.max_messages is not None and len(messages) > self.max_messages:
             return True
         return self.max_tokens is not None and context_tokens(messages) > self.max_tokens
@@ -120,7 +127,7 @@ class SummaryCompaction(Middleware):
         """``messages`` with their older part summarized, or an unchanged copy when no threshold
         is passed (unless ``force``) or no cut qualifies. Raises ``ModelError`` if the summary
         call fails, having changed nothing."""
-        messages = list(messages)
+        messages = message_list(messages, "compact")
         if not force and not self.needed(messages):
             return messages
         compacted = await self._compact(messages)
@@ -194,6 +201,7 @@ def _cut(messages: list[Msg], start: int, latest: int) -> int | None:
 def summary_input(messages: Sequence[Msg], preview: ToolResultPreview | None = None) -> str:
     """The transcript a summary is made from: one entry per message, tool results as their
     previews (``ToolResultPreview``, 600 characters by default), media named, thinking left out."""
+    messages = message_list(messages, "summary_input")
     preview = preview or ToolResultPreview()
     lines: list[str] = []
     for msg in messages:

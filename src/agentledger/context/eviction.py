@@ -47,7 +47,7 @@ from agentledger.context.offload import (
 from agentledger.context.preview import ToolResultPreview, as_preview, map_results
 from agentledger.context.tokens import usage_basis
 from agentledger.errors import UserError
-from agentledger.messages import Msg, TextBlock, ToolResultBlock
+from agentledger.messages import Msg, TextBlock, ToolResultBlock, message_list
 from agentledger.store.ids import DEFAULT_TENANT
 
 __all__ = ["ToolResultEviction"]
@@ -95,6 +95,7 @@ class ToolResultEviction(Middleware):
         self, messages: Sequence[Msg], *, session: str, tenant: str = DEFAULT_TENANT
     ) -> list[Msg]:
         """A copy of ``messages`` with every result over the limit offloaded (blocking I/O)."""
+        messages = message_list(messages, "evict")
         session_folder(session, tenant)  # refuse a bad id before anything is written
         basis = usage_basis(messages)
 

@@ -21,7 +21,7 @@ from agentledger.context.marks import preview_mark
 from agentledger.context.preview import ToolResultPreview, as_preview, map_results
 from agentledger.context.tokens import usage_basis
 from agentledger.errors import UserError
-from agentledger.messages import Msg, ToolResultBlock
+from agentledger.messages import Msg, ToolResultBlock, message_list
 
 __all__ = ["ToolResultPruning"]
 
@@ -40,6 +40,7 @@ class ToolResultPruning(Middleware):
 
     def prune(self, messages: Sequence[Msg]) -> list[Msg]:
         """A copy of ``messages`` with the results before the protected window previewed."""
+        messages = message_list(messages, "prune")
         remaining = sum(len(m.tool_results) for m in messages if m.role == "tool")
         remaining -= self.keep_recent  # results still to go before the protected window
         basis = usage_basis(messages)

@@ -25,6 +25,7 @@ from agentledger.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    message_list,
 )
 from agentledger.wire.private import arguments_text
 
@@ -56,6 +57,10 @@ def _block_chars(block: object) -> tuple[int, int]:
 
 def estimate_tokens(msgs: Iterable[Msg]) -> int:
     """A rough token count for ``msgs`` (see the module docstring)."""
+    return _estimate(message_list(msgs, "estimate_tokens"))
+
+
+def _estimate(msgs: Iterable[Msg]) -> int:
     total = 0
     for msg in msgs:
         chars = media = 0
@@ -84,11 +89,12 @@ def usage_basis(msgs: Sequence[Msg]) -> str | None:
 def context_tokens(msgs: Sequence[Msg]) -> int:
     """Tokens in ``msgs``: the latest answer's usage plus an estimate of what follows it, or an
     estimate of everything when there is no usage or an edit has made it stale."""
+    msgs = message_list(msgs, "context_tokens")
     index = _latest_usage(msgs)
     if index is not None:
         answer = msgs[index]
         if answer.id not in set(edit_bases(msgs)):
             assert answer.usage is not None
             counted = answer.usage.input_tokens + answer.usage.output_tokens
-            return counted + estimate_tokens(msgs[index + 1 :])
-    return estimate_tokens(msgs)
+            return counted + _estimate(msgs[index + 1 :])
+    return _estimate(msgs)

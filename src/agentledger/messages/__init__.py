@@ -25,7 +25,7 @@ from agentledger.messages.codec import (
     encode_with_digest,
 )
 from agentledger.messages.ids import new_id
-from agentledger.messages.msg import ROLES, Msg, Role, Usage
+from agentledger.messages.msg import ROLES, Msg, Role, Usage, message_list
 from agentledger.messages.values import EMPTY, Bytes, FrozenMap, freeze, thaw
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "encode_value",
     "encode_with_digest",
     "freeze",
+    "message_list",
     "new_id",
     "thaw",
 ]

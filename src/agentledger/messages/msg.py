@@ -61,7 +61,7 @@ from agentledger.messages.slots import (
 from agentledger.messages.usage import Usage
 from agentledger.messages.values import FrozenMap, freeze_map
 
-__all__ = ["ROLES", "Msg", "Role", "Usage", "deferred_messages"]
+__all__ = ["ROLES", "Msg", "Role", "Usage", "deferred_messages", "message_list"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
@@ -276,3 +276,19 @@ def deferred_messages(
 
 #: The fields a deferred message decodes on first read.
 _DEFERRED_FIELDS = frozenset(("role", "content", "name", "metadata", "usage", "created_at"))
+
+
+def message_list(value: Any, where: str) -> list[Msg]:
+    """``value``, a sequence of ``Msg``, as a new list; a ``UserError`` saying what ``where``
+    (the call, the hook) was given instead: a string, a mapping, anything not a sequence, or an
+    item that is not a ``Msg``, by its position."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise UserError(f"{where}: expected a list of Msg, got {type(value).__name__}")
+    msgs = list(value)
+    for position, msg in enumerate(msgs):
+        if type(msg) is not Msg and not isinstance(msg, Msg):
+            raise UserError(
+                f"{where}: expected a list of Msg, got a {type(msg).__name__} at position "
+                f"{position}"
+            )
+    return msgs
