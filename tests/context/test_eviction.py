@@ -113,6 +113,23 @@ def test_an_evicted_result_is_never_evicted_twice(evictor: ToolResultEviction) -
     assert len(evictor.filesystem.writes) == 1  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("key", [NOTE_KEY, "_omitted"])
+def test_a_result_whose_own_blocks_carry_a_marks_key_is_evicted_once(
+    evictor: ToolResultEviction, key: str
+) -> None:
+    """A tool's own text block with a note's or a marker's key is the tool's text: it was left
+    out of the preview, so the result came back unshortened, was given a note anyway, and was
+    offloaded again at every later step, one more note and one more file each time."""
+    text = TextBlock(text="y" * 2_000, metadata={key: "anything"})
+    msgs = [Msg.tool(ToolResultBlock(id="c1", name="t", output=(text,)))]
+    once = evictor.evict(msgs, session="s")
+    assert the_result(once[0]).metadata[PREVIEW_KEY]["by"] == "eviction"
+    for _ in range(3):
+        assert evictor.evict(once, session="s")[0] is once[0]
+    (written,) = evictor.filesystem.writes  # type: ignore[attr-defined]
+    assert evictor.filesystem.read(written) == "y" * 2_000
+
+
 def test_results_under_the_limit_and_read_back_answers_stay(evictor: ToolResultEviction) -> None:
     small = tool_message(mixed_result(head="h" * 400, tail="t" * 400))
     read_back = Msg.tool(ToolResultBlock(id="r", name="read_offloaded", output="x" * 5_000))

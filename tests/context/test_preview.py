@@ -150,3 +150,45 @@ def test_preview_property(result: ToolResultBlock, allowance: int) -> None:
         assert cut.metadata[PREVIEW_KEY] == {"chars": len(original), "omitted": removed}
     else:  # marker iff text removed: otherwise the very same result
         assert cut is result
+
+
+# -- the marks are the preview's own ------------------------------------------------------------
+#: Metadata a tool's own text block may carry under the keys a preview marks its blocks with.
+LOOKALIKES = [
+    {MARKER_KEY: True},
+    {MARKER_KEY: 5},
+    {MARKER_KEY: 7},  # the very count of "KEEP-ME", stated by no marker text
+    {MARKER_KEY: "5"},
+    {"_offloaded": "anything"},
+    {"_offloaded": "default/s/t-c.00000000000000000000000000000000.txt"},
+]
+
+
+@pytest.mark.parametrize("metadata", LOOKALIKES)
+@pytest.mark.parametrize("allowance", [0, 10, 56, 60, 106, 107])
+def test_a_tools_own_block_carrying_a_marks_key_is_its_own_text(
+    metadata: dict[str, object], allowance: int
+) -> None:
+    """Only a block a preview placed is a marker or a note: a tool's own block with one of their
+    keys counts in the allowance, and is cut like any text (it vanished with no marker of its
+    own, its key's value counted as omitted, or made eviction offload the result at every
+    step)."""
+    output = (
+        TextBlock(text="A" * 50),
+        TextBlock(text="KEEP-ME", metadata=metadata),
+        TextBlock(text="B" * 50),
+    )
+    result = ToolResultBlock(id="c", name="t", output=output)
+    cut = ToolResultPreview(allowance).result(result)
+    if allowance >= 107:
+        assert cut is result
+        return
+    kept = "".join(own_text(cut))
+    assert len(kept) == allowance
+    assert cut.metadata[PREVIEW_KEY]["omitted"] == 107 - allowance
+    assert [m.metadata[MARKER_KEY] for m in markers(cut)] == [107 - allowance]
+    assert (
+        kept
+        == ("A" * 50 + "KEEP-ME" + "B" * 50)[: (allowance + 1) // 2]
+        + ("A" * 50 + "KEEP-ME" + "B" * 50)[107 - allowance // 2 :]
+    )

@@ -116,13 +116,15 @@ class ToolResultEviction(Middleware):
         path = offload_path(
             full, session=session, tenant=tenant, call_id=result.id, tool=result.name
         )
+        mark = {"by": "eviction", "path": path, "basis": basis}
+        shortened = self.preview.result(result, mark=mark)
+        if shortened is result:  # its own text fits the preview: nothing to offload
+            return result
         try:
             self.filesystem.write(path, full)
         except Exception as exc:  # any failure of a pluggable filesystem keeps the original
             log.warning("could not offload the result of %s (%s): %s", result.name, result.id, exc)
             return result
-        mark = {"by": "eviction", "path": path, "basis": basis}
-        shortened = self.preview.result(result, mark=mark)
         note = TextBlock(
             text=f"[The full output ({len(full):,} characters) is saved as {path}; call "
             f'{self.tool_name}(path="{path}") to read it.]',

@@ -23,6 +23,7 @@ __all__ = [
     "edit_bases",
     "is_marker",
     "is_note",
+    "marker_text",
     "preview_mark",
     "summary_mark",
 ]
@@ -54,14 +55,30 @@ def summary_mark(msg: Msg) -> Mapping[str, Any] | None:
     return mark if isinstance(mark, Mapping) else None
 
 
+def marker_text(omitted: int) -> str:
+    """The text of the marker standing for ``omitted`` removed characters."""
+    return f"[… {omitted:,} character{'' if omitted == 1 else 's'} omitted …]"
+
+
 def is_marker(block: object) -> bool:
-    """Whether ``block`` is an omission marker (not part of a result's own text)."""
-    return isinstance(block, TextBlock) and isinstance(block.metadata.get(MARKER_KEY), int)
+    """Whether ``block`` is an omission marker (not part of a result's own text): a text block
+    whose text states the count its ``_omitted`` key holds. A tool's own block that happens to
+    carry that key, with other text or another kind of count, is the tool's text."""
+    if not isinstance(block, TextBlock):
+        return False
+    count = block.metadata.get(MARKER_KEY)
+    return type(count) is int and block.text == marker_text(count)
 
 
-def is_note(block: object) -> bool:
-    """Whether ``block`` is an offload note (not part of a result's own text)."""
-    return isinstance(block, TextBlock) and NOTE_KEY in block.metadata
+def is_note(block: object, result: ToolResultBlock) -> bool:
+    """Whether ``block`` is the note naming where ``result``'s full text was offloaded (not part
+    of its own text): it names the path the result's mark records. A result never offloaded
+    holds no note, whatever keys its blocks carry."""
+    mark = preview_mark(result)
+    path = mark.get("path") if mark is not None else None
+    if not isinstance(block, TextBlock) or path is None:
+        return False
+    return block.metadata.get(NOTE_KEY) == path
 
 
 def edit_bases(msgs: Sequence[Msg]) -> Iterator[str]:

@@ -24,7 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentledger.context.marks import MARKER_KEY, PREVIEW_KEY, is_marker, is_note, preview_mark
+from agentledger.context.marks import (
+    MARKER_KEY,
+    PREVIEW_KEY,
+    is_marker,
+    is_note,
+    marker_text,
+    preview_mark,
+)
 from agentledger.errors import UserError
 from agentledger.messages import Block, Msg, TextBlock, ToolResultBlock
 
@@ -33,13 +40,8 @@ __all__ = ["DEFAULT_ALLOWANCE", "ToolResultPreview", "as_preview", "map_results"
 DEFAULT_ALLOWANCE = 600
 
 
-def marker_text(omitted: int) -> str:
-    """The text of the marker standing for ``omitted`` removed characters."""
-    return f"[… {omitted:,} character{'' if omitted == 1 else 's'} omitted …]"
-
-
-def _is_own_text(block: object) -> bool:
-    return isinstance(block, TextBlock) and not is_marker(block) and not is_note(block)
+def _is_own_text(block: object, result: ToolResultBlock) -> bool:
+    return isinstance(block, TextBlock) and not is_marker(block) and not is_note(block, result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,7 @@ class ToolResultPreview:
         Returns ``result`` itself when its text fits. ``mark`` adds entries to the ``_preview``
         mark of a shortened result (who shortened it, and why).
         """
-        total = sum(len(b.text) for b in result.output if _is_own_text(b))
+        total = sum(len(b.text) for b in result.output if _is_own_text(b, result))
         if total <= self.allowance:
             return result
         head = (self.allowance + 1) // 2
@@ -76,7 +78,7 @@ class ToolResultPreview:
         placed = False
         position = 0
         for block in result.output:
-            if not _is_own_text(block):
+            if not _is_own_text(block, result):
                 if not is_marker(block):  # an earlier marker is merged into the new one
                     output.append(block)
                 continue
