@@ -118,6 +118,16 @@ async def test_user_interrupt_after_complete_call_before_acting(ledger: AsyncLed
     check(history, target="strict")
 
 
+async def test_user_interrupt_after_blank_text_and_a_call_persists_nothing(
+    ledger: AsyncLedger,
+) -> None:
+    """The call is dropped and what is left is blank text: a message strict providers refuse,
+    so it is not saved (it was, and every later run of the session failed)."""
+    result, history, _ = await _interrupt_at(ledger, -1, [call_msg("Paris", text="\n\n")])
+    assert [m.role for m in history] == ["user"] and result is None
+    check(history, target="strict")
+
+
 async def test_user_interrupt_during_text_only_reasoning_keeps_text(ledger: AsyncLedger) -> None:
     result, history, _ = await _interrupt_at(
         ledger, TextDelta, [Msg.assistant("A long answer " * 20)]
@@ -348,7 +358,7 @@ async def test_a_run_compares_only_what_each_step_added_and_checks_it_after_the_
     earlier = [m for i in range(100) for m in (Msg.user(f"q{i}"), Msg.assistant(f"a{i}"))]
     await ledger.save("s", earlier)
     compared: list[int] = []  # messages each save compared with the committed list
-    checked_from: list[int] = []
+    checked: list[tuple[int, int]] = []  # (where each check started, messages it was given)
     real_diff, real_validator = ledger_module.diff_list, validate_module._Validator
 
     def diff_list(committed, messages, known=(), *, kept=()):  # type: ignore[no-untyped-def]
@@ -356,7 +366,7 @@ async def test_a_run_compares_only_what_each_step_added_and_checks_it_after_the_
         return real_diff(committed, messages, known, kept=kept)
 
     def validator(msgs, target, start=0, before=None):  # type: ignore[no-untyped-def]
-        checked_from.append(start)
+        checked.append((start, len(msgs)))
         return real_validator(msgs, target, start, before)
 
     monkeypatch.setattr(ledger_module, "diff_list", diff_list)
@@ -367,7 +377,9 @@ async def test_a_run_compares_only_what_each_step_added_and_checks_it_after_the_
     assert len(await stored(ledger)) == 200 + 1 + 2 * 2 + 1
     assert len(compared) >= 6
     assert max(compared) <= 1  # each save, the first included: the message it adds, or nothing
-    assert checked_from[0] == 0 and checked_from[1:] == [201, 203]
+    # the input with the history, whole; then each step's context from where the last ended
+    assert [c for c in checked if c[1] > 1] == [(0, 201), (201, 201), (201, 203), (203, 205)]
+    assert checked.count((0, 1)) == 3  # each answer on its own, before it is saved
 
 
 async def test_a_runs_first_check_walks_only_what_came_since_the_last_run(
@@ -380,7 +392,8 @@ async def test_a_runs_first_check_walks_only_what_came_since_the_last_run(
     real = validate_module._Validator
 
     def validator(msgs, target, start=0, before=None):  # type: ignore[no-untyped-def]
-        starts.append(start)
+        if msgs[0].text == "first":  # a check of the session's history, not of an answer alone
+            starts.append(start)
         return real(msgs, target, start, before)
 
     monkeypatch.setattr(validate_module, "_Validator", validator)
@@ -390,7 +403,9 @@ async def test_a_runs_first_check_walks_only_what_came_since_the_last_run(
     other = Msg.user("written by someone else")  # a new version the agent did not write
     await ledger.save("s", [*await stored(ledger), Msg.assistant("noted"), other])
     await agent.run("third", "s")
-    assert starts == [0, 1, 3]  # each run checks from where the last check ended
+    # each run checks its input from where the last check ended, then its context (which the
+    # input check passed: nothing more to walk)
+    assert starts == [0, 1, 1, 3, 3, 7]
     assert [m.text for m in await stored(ledger)][-3:] == [other.text, "third", "three"]
 
 
@@ -420,7 +435,8 @@ async def test_the_model_is_sent_the_very_history_that_passed_the_check(
     monkeypatch.setattr(model, "stream", stream)
     await agent.run("weather?", "s")
     assert len(sent) == 2 and all(isinstance(m, tuple) for m in sent)
-    assert all(s is c for s, c in zip(sent, checked, strict=True))
+    assert len(checked) == 3  # the input with the history, then the context of each step
+    assert all(s is c for s, c in zip(sent, checked[1:], strict=True))
 
 
 @pytest.mark.parametrize(

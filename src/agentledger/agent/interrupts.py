@@ -17,6 +17,7 @@ import enum
 from typing import Literal
 
 from agentledger.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from agentledger.wire.validate import is_empty_assistant
 
 __all__ = ["InterruptSource", "PartialReasoningPolicy", "UnexecutedCallPolicy", "keep_on_interrupt"]
 
@@ -64,7 +65,7 @@ def keep_on_interrupt(
     tool_calls = partial.tool_calls
     if tool_calls and calls is UnexecutedCallPolicy.ERROR_RESULTS:
         return partial, [Msg.tool(not_run_result(c, source)) for c in tool_calls]
-    kept = tuple(b for b in partial.content if not isinstance(b, ToolUseBlock))
-    if not kept:
+    kept = partial.replace(content=[b for b in partial.content if not isinstance(b, ToolUseBlock)])
+    if is_empty_assistant(kept):  # blank text alone: a message strict providers refuse
         return None, []
-    return partial.replace(content=kept), []
+    return kept, []

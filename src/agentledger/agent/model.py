@@ -73,6 +73,10 @@ class Model(Protocol):
     ``ModelResponse``, and raises only ``ModelError`` for anything that went wrong on the
     provider's side. It must not mutate ``messages``. ``system``, when given, is sent before the
     history as the provider's system prompt.
+
+    A model may also name, as ``history_target``, the ``wire.validate`` target whose rules its
+    provider enforces (``"openai"``, ``"anthropic"``; ``"strict"`` when it has none): the agent
+    then refuses, before anything is stored, input that would leave a history it cannot send.
     """
 
     name: str

@@ -84,6 +84,13 @@ from agentledger.store.aio import AsyncLedger
 from agentledger.store.base import check_wait
 from agentledger.store.tracked import TrackedList
 from agentledger.wire import HistoryChecker
+from agentledger.wire.validate import (
+    TARGETS,
+    FindingKind,
+    Target,
+    is_empty_assistant,
+    validate,
+)
 
 __all__ = ["ReActAgent"]
 
@@ -116,6 +123,17 @@ class _Run:
     builder: ResponseBuilder | None = None
     interrupt: InterruptSource | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
+    refused: bool = False  # the history failed its check: nothing more is saved
+
+    def check(self, msgs: Sequence[Msg]) -> tuple[Msg, ...]:
+        """``checker.check(msgs)``; a history it refuses is never saved (``refused``), so a
+        run that fails here leaves the session as it stood, not as the input or a hook made
+        it: every later run would fail on it too."""
+        try:
+            return self.checker.check(msgs)
+        except HistoryError:
+            self.refused = True
+            raise
 
 
 def _as_input(value: AgentInput) -> list[Msg]:
@@ -129,6 +147,28 @@ def _as_input(value: AgentInput) -> list[Msg]:
     if not all(isinstance(m, Msg) for m in msgs):
         raise UserError("agent input must be a string, a Msg or a list of Msg")
     return msgs
+
+
+def _history_target(model: Any) -> Target:
+    target = getattr(model, "history_target", "strict")
+    if target not in TARGETS or target == "agui":
+        raise UserError(
+            f"{type(model).__name__}.history_target must be one of 'strict', 'openai' or "
+            f"'anthropic', got {target!r}"
+        )
+    return target  # type: ignore[no-any-return]
+
+
+def _check_answer(model: str, message: Msg) -> None:
+    """``ModelError`` for an answer no history may hold (tool results or thinking where they
+    cannot be, a role other than assistant): the model's fault, refused before it is saved.
+    Its calls are answered later, so they are not asked for here."""
+    if message.role != "assistant":
+        raise ModelError(f"model {model} answered with a {message.role} message, not assistant")
+    findings = [f for f in validate([message]) if f.kind is not FindingKind.UNANSWERED_CALL]
+    if findings:
+        said = "; ".join(f"{f.kind.value}: {f.text}" for f in findings)
+        raise ModelError(f"model {model} answered with a message no provider takes: {said}")
 
 
 def _edited_context(middleware: Middleware, edited: Any) -> list[Msg]:
@@ -191,6 +231,9 @@ class ReActAgent:
         self.unexecuted_calls = unexecuted_calls
         self.on_state_loaded = on_state_loaded
         self.lease_wait = check_wait(lease_wait, "lease_wait")
+        #: The rules the history must keep (``wire.validate``'s target): the model's provider's
+        #: (``Model.history_target``), else ``strict``.
+        self.history_target: Target = _history_target(model)
         self._runs: dict[SessionKey, _Run] = {}
         self._checkers: OrderedDict[SessionKey, HistoryChecker] = OrderedDict()
 
@@ -275,7 +318,7 @@ class ReActAgent:
         sessions run most recently): a run's context is made of the objects the last run left,
         which its ledger remembers and loads again, so its first check walks only what came
         since. The session's lease keeps two runs from sharing it."""
-        checker = self._checkers.pop(key, None) or HistoryChecker()
+        checker = self._checkers.pop(key, None) or HistoryChecker(self.history_target)
         self._checkers[key] = checker
         while len(self._checkers) > KEPT_CHECKERS:
             self._checkers.popitem(last=False)
@@ -313,6 +356,8 @@ class ReActAgent:
             if recover_only:
                 return
             if msgs:
+                # input the model could not be sent is refused before it is stored
+                run.check([*run.context, *msgs])
                 run.context.extend(msgs)
                 for result in (r for m in msgs for r in m.tool_results):
                     run.pending.pop(result.id, None)  # a client call answered by the input
@@ -358,9 +403,9 @@ class ReActAgent:
                     yield ContextEditFailed(name, str(exc), kind, run.version)
                     continue
                 _replace_context(run.context, edited)
+            sent = run.check(run.context)  # what is saved next can be sent
             async for event in self._save(run):  # persist middleware edits before sending
                 yield event
-            sent = run.checker.check(run.context)
             run.builder = ResponseBuilder()
             call_ids = CallIds(run.checker.call_ids)
             async for event in self._reason(run, sent, call_ids):
@@ -374,10 +419,12 @@ class ReActAgent:
                 message = await middleware.after_reasoning(run.ctx, message)
             self._raise_if_interrupted(run)  # the pre-acting check: nothing persisted yet
             run.builder = None
-            if not message.content:  # an empty answer would break strict validation later
+            if message.role == "assistant" and is_empty_assistant(message):
+                # no text (or blank text), no call: a message strict providers refuse
                 log.warning("model %s returned an empty answer; nothing saved", self.model.name)
                 yield RunFinished(None, response.stop_reason, run.version)
                 return
+            _check_answer(self.model.name, message)
             run.context.append(message)
             calls = message.tool_calls
             client = {t.name for t in run.ctx.client_tools} - set(self.tools)
@@ -540,6 +587,8 @@ class ReActAgent:
                 yield MessageCommitted(msg, report.version)
 
     async def _final_save(self, run: _Run) -> None:
+        if run.refused:
+            return
         async for _ in self._save(run):
             pass
 

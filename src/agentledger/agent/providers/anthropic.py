@@ -86,6 +86,7 @@ class AnthropicModel(ProviderModel):
     """
 
     provider = _PROVIDER
+    history_target = "anthropic"  # the rules ``request`` checks (``wire.validate``)
 
     def __init__(
         self,

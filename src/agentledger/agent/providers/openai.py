@@ -77,6 +77,7 @@ class OpenAIChatModel(ProviderModel):
     """
 
     provider = _PROVIDER
+    history_target = "openai"  # the rules ``request`` checks (``wire.validate``)
 
     def __init__(
         self,
