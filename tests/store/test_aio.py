@@ -124,6 +124,36 @@ async def test_a_cancelled_try_that_found_the_lease_busy_leaves_the_holder_its_l
     assert ledger.held == set()
 
 
+async def test_a_task_cancelled_while_it_gives_its_lease_back_gives_it_back() -> None:
+    """The release waits for a worker thread; a second cancel (as a cancel scope delivers)
+    while it waited dropped it, and the session stayed busy while the task was kept."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(1))  # the release queues behind a busy worker
+    ledger = _HandLeases()
+    holding = asyncio.Event()
+
+    async def run() -> None:
+        async with AsyncLedger(ledger).lease("s"):
+            holding.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(run())
+    await holding.wait()
+    worker_free = threading.Event()
+    busy = loop.run_in_executor(None, worker_free.wait, 10)
+    task.cancel()
+    await asyncio.sleep(0)  # the body ends; the release waits for the worker
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    worker_free.set()
+    await busy
+    await _until_free(ledger, 2.0)
+    assert ledger.held == set()  # task (and its traceback) still alive here
+
+
 async def test_concurrent_saves_of_different_sessions() -> None:
     ledger = AsyncLedger("memory://")
     reports = await asyncio.gather(*(ledger.save(f"s{i}", [Msg.user(str(i))]) for i in range(20)))

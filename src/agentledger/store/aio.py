@@ -223,7 +223,8 @@ class AsyncLedger:
         ``asyncio.sleep``), never inside a worker thread: runs queued on one busy thread would
         otherwise fill the default executor and starve the holder's own loads and saves, so
         every waiter ran into its deadline (HTTP 409) while the run it waited for stood still.
-        A task cancelled while a try runs does not leak the lease that try may still take.
+        A task cancelled while a try runs does not leak the lease that try may still take, nor
+        does one cancelled while the lease is given back.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + check_wait(wait)
@@ -242,7 +243,10 @@ class AsyncLedger:
         try:
             yield
         finally:
-            await asyncio.to_thread(manager.__exit__, None, None, None)
+            # shielded: a caller cancelled while the release waits for a worker thread still
+            # gives the lease back (unshielded, the queued release was dropped, and the session
+            # stayed busy for as long as the cancellation's traceback kept the manager alive)
+            await asyncio.shield(asyncio.to_thread(manager.__exit__, None, None, None))
 
 
 async def _enter_in_thread(manager: AbstractContextManager[None]) -> None:
