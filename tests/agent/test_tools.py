@@ -106,6 +106,57 @@ async def test_exceptions_and_timeouts_become_error_results() -> None:
     assert failed.is_error and "ValueError: bad input" in failed.text
 
 
+def _exits(how: str) -> None:
+    if how == "argparse":
+        import argparse
+
+        parser = argparse.ArgumentParser(prog="cli")
+        parser.add_argument("--n", type=int, required=True)
+        parser.parse_args(["--bogus"])  # prints usage, then sys.exit(2)
+    elif how == "sys.exit":
+        raise SystemExit("gave up")
+    raise KeyboardInterrupt("stop")
+
+
+@pytest.mark.parametrize(
+    ("how", "is_async", "said"),
+    [
+        ("argparse", False, "SystemExit: 2"),
+        ("sys.exit", False, "SystemExit: gave up"),
+        ("KeyboardInterrupt", False, "KeyboardInterrupt: stop"),
+        ("argparse", True, "SystemExit: 2"),
+        ("sys.exit", True, "SystemExit: gave up"),
+    ],
+)
+def test_a_tool_that_exits_gives_an_error_result_and_the_run_goes_on(
+    how: str, is_async: bool, said: str
+) -> None:
+    """asyncio re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the event loop when a
+    task ends with one: a tool wrapping ``argparse`` ended the program mid-run."""
+    from agentledger.agent.react import ReActAgent
+    from agentledger.testing.scripted import ScriptedModel
+
+    if is_async:
+
+        async def cli() -> str:
+            """Runs a command line."""
+            _exits(how)
+            return "ran"
+    else:
+
+        def cli() -> str:
+            """Runs a command line."""
+            _exits(how)
+            return "ran"
+
+    model = ScriptedModel([Msg.assistant(ToolUseBlock(id="c1", name="cli")), "done"])
+    agent = ReActAgent(model, [tool(cli)], store="memory://")
+    answer = asyncio.run(agent.run("go", "s"))  # returns: nothing left the event loop
+    assert answer is not None and answer.text == "done"
+    (result,) = asyncio.run(agent.ledger.messages("s"))[2].tool_results
+    assert result.is_error and result.text == said
+
+
 class _Unprintable(Exception):
     def __str__(self) -> str:
         raise RuntimeError("no text for this one")

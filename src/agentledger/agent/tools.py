@@ -133,8 +133,11 @@ class Tool:
         if self._context_param is not None:
             args[self._context_param] = context
         if self.is_async:
-            return await self.fn(**args)
-        return await asyncio.to_thread(self.fn, **args)
+            try:
+                return await self.fn(**args)
+            except SystemExit as exc:  # see ``_in_thread``
+                raise ToolExit(_describe(exc)) from exc
+        return await asyncio.to_thread(_in_thread, self.fn, args)
 
     async def run(self, call: ToolUseBlock, context: ToolContext) -> ToolResultBlock:
         """Run one call and return its result; never raises (except on cancellation)."""
@@ -159,6 +162,8 @@ class Tool:
             return _error(call, f"{self.name} timed out after {self.timeout:g} s", started)
         except asyncio.CancelledError:
             raise
+        except ToolExit as exc:
+            return _error(call, str(exc), started)
         except Exception as exc:  # a tool's failure is information for the model
             return _error(call, _describe(exc), started)
         try:
@@ -200,6 +205,24 @@ def _error(call: ToolUseBlock, text: str, started: float) -> ToolResultBlock:
         is_error=True,
         metadata={"execution": {"seconds": round(time.monotonic() - started, 6)}},
     )
+
+
+class ToolExit(Exception):
+    """A tool raised ``SystemExit``, or ``KeyboardInterrupt`` in its worker thread: the tool's
+    own doing, reported to the model like any failure (see ``_in_thread``)."""
+
+
+def _in_thread(fn: Callable[..., Any], args: dict[str, Any]) -> Any:
+    """``fn(**args)`` in a worker thread, ``SystemExit`` and ``KeyboardInterrupt`` turned into
+    ``ToolExit``. Either, left as it is, reaches the task that awaits the tool, and asyncio
+    re-raises it out of the event loop: a tool wrapping ``argparse`` (which exits on bad
+    arguments) ended the program mid-run, without the error result or the final save. In a
+    worker thread a ``KeyboardInterrupt`` can only be the tool's own (signals go to the main
+    thread); in the main thread (an async tool) it may be Ctrl-C, and stops the program."""
+    try:
+        return fn(**args)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise ToolExit(_describe(exc)) from exc
 
 
 def _describe(exc: BaseException) -> str:
