@@ -305,9 +305,13 @@ class ResponseBuilder:
         elif isinstance(event, UsageReport):
             self.usage = event.usage
         elif isinstance(event, ModelResponse):
+            if not isinstance(event.message, Msg):
+                raise ModelError(
+                    f"the model's response holds a {type(event.message).__name__}, not a Msg"
+                )
             self.response = event
         else:
-            raise TypeError(f"not a model event: {event!r}")
+            raise ModelError(f"the model yielded a {type(event).__name__}, not a model event")
 
     def _append(self, kind: _PartKind, text: str, source: str | None = None) -> None:
         if not text:

@@ -30,7 +30,7 @@ import asyncio
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
@@ -68,7 +68,7 @@ from agentledger.agent.lifecycle import (
 )
 from agentledger.agent.middleware import Middleware
 from agentledger.agent.model import Model, ModelSettings
-from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools
+from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools, describe_error
 from agentledger.errors import AgentLedgerError, HistoryError, ModelError, UserError
 from agentledger.messages import (
     Msg,
@@ -143,10 +143,11 @@ def _as_input(value: AgentInput) -> list[Msg]:
         return [Msg.user(value)]
     if isinstance(value, Msg):
         return [value]
-    msgs = list(value)
-    if not all(isinstance(m, Msg) for m in msgs):
-        raise UserError("agent input must be a string, a Msg or a list of Msg")
-    return msgs
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise UserError(
+            f"agent input must be a string, a Msg or a list of Msg, got {type(value).__name__}"
+        )
+    return message_list(value, "agent input")
 
 
 def _history_target(model: Any) -> Target:
@@ -345,7 +346,10 @@ class ReActAgent:
             outcome = hook(ctx, msgs)
             if inspect.isawaitable(outcome):
                 await outcome
-            _replace_context(run.context, ctx.state.context)  # the hook may have cut it short
+            msgs[:] = message_list(msgs, "the input on_state_loaded left")
+            # the hook may have cut the context short
+            context = message_list(ctx.state.context, "the context on_state_loaded left")
+            _replace_context(run.context, context)
         run.loaded = run.context.copy()  # what the run starts from
         run.pending = dict(state.values.get(PENDING_VALUE) or {})
         run.version = state.version
@@ -463,6 +467,11 @@ class ReActAgent:
                     event = await self._until_interrupted(run, stream.__anext__())
                 except StopAsyncIteration:
                     break
+                except (AgentLedgerError, _Interrupted):
+                    raise
+                except Exception as exc:  # the protocol allows ModelError only: a faulty model
+                    said = describe_error(exc)
+                    raise ModelError(f"model {self.model.name!r} failed: {said}") from exc
                 event = call_ids.event(event)  # a reused tool-call id made unique
                 run.builder.add(event)
                 if not isinstance(event, ModelResponse):

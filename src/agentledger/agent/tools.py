@@ -107,15 +107,25 @@ class Tool:
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise UserError(f"tool {self.name!r}: *args/**kwargs parameters are not supported")
+            if pname.startswith("_"):
+                raise UserError(
+                    f"tool {self.name!r}: parameter {pname!r} starts with an underscore, which "
+                    "the model cannot be asked for (pydantic keeps such names private); rename it"
+                )
             default = ... if param.default is param.empty else param.default
             fields[pname] = (
                 annotation,
                 pydantic.Field(default, description=param_docs.get(pname)),
             )
-        self._args_model = pydantic.create_model(  # type: ignore[call-overload]
-            f"{self.name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
-        )
-        schema = self._args_model.model_json_schema()
+        try:
+            self._args_model = pydantic.create_model(  # type: ignore[call-overload]
+                f"{self.name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+            )
+            schema = self._args_model.model_json_schema()
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            raise UserError(
+                f"tool {self.name!r}: its parameters have no JSON schema: {describe_error(exc)}"
+            ) from exc
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
@@ -136,7 +146,7 @@ class Tool:
             try:
                 return await self.fn(**args)
             except SystemExit as exc:  # see ``_in_thread``
-                raise ToolExit(_describe(exc)) from exc
+                raise ToolExit(describe_error(exc)) from exc
         return await asyncio.to_thread(_in_thread, self.fn, args)
 
     async def run(self, call: ToolUseBlock, context: ToolContext) -> ToolResultBlock:
@@ -165,12 +175,12 @@ class Tool:
         except ToolExit as exc:
             return _error(call, str(exc), started)
         except Exception as exc:  # a tool's failure is information for the model
-            return _error(call, _describe(exc), started)
+            return _error(call, describe_error(exc), started)
         try:
             output = _as_output(value)
         except Exception as exc:  # text no store can hold, a model that cannot be dumped ...
             return _error(
-                call, f"{self.name} returned what cannot be kept: {_describe(exc)}", started
+                call, f"{self.name} returned what cannot be kept: {describe_error(exc)}", started
             )
         return ToolResultBlock(
             id=call.id,
@@ -222,10 +232,10 @@ def _in_thread(fn: Callable[..., Any], args: dict[str, Any]) -> Any:
     try:
         return fn(**args)
     except (SystemExit, KeyboardInterrupt) as exc:
-        raise ToolExit(_describe(exc)) from exc
+        raise ToolExit(describe_error(exc)) from exc
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """``Type: message``, or the type alone for an exception whose message cannot be made."""
     try:
         return f"{type(exc).__name__}: {exc}"
