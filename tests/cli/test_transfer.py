@@ -72,6 +72,30 @@ def test_a_cut_short_export_is_refused(rich_history: str, tmp_path: Path) -> Non
         assert not ledger.exists("cut")
 
 
+def test_an_export_replaces_only_the_file_it_was_given(rich_history: str, tmp_path: Path):
+    """The export is written beside its target under a name of its own, then moved over it:
+    it once used ``FILE.tmp`` (overwriting and deleting a file of that name) and replaced
+    whatever the path held, a symbolic link or a device node."""
+    beside = tmp_path / "out.jsonl.tmp"
+    beside.write_text("precious")
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("old")
+    real.chmod(0o640)
+    link.symlink_to(real.name)
+    for target in (tmp_path / "out.jsonl", link):
+        assert cli("export", "h", str(target), "--store", rich_history).exit_code == 0
+    assert beside.read_text() == "precious"
+    written = (tmp_path / "out.jsonl").read_bytes().splitlines()[1:]  # after the dated header
+    assert link.is_symlink() and real.read_bytes().splitlines()[1:] == written
+    assert real.stat().st_mode & 0o777 == 0o640  # the file it replaced keeps its permissions
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for target in ("/dev/null", str(tmp_path), ""):
+        line = assert_error(cli("export", "h", target, "--store", rich_history), 2)
+        assert "not a regular file" in line
+    assert Path("/dev/null").is_char_device()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no file left behind
+
+
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "markdown"])
 def test_export_formats(store: str, tmp_path: Path, fmt: str) -> None:
     result = cli("export", "chat", "-", "--format", fmt, "--store", store)

@@ -12,7 +12,10 @@ an export gives equal messages with equal digests.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
+from agentledger.errors import UserError
 from agentledger.messages import Msg, encode, encode_value
 from agentledger.store.export_format import EXPORT_FORMAT, Snapshot, read_snapshots
 
@@ -159,10 +163,14 @@ def export_session(
     records. With ``history``, every version on record is written (as its changes)."""
     count = 0
     if isinstance(target, (str, os.PathLike)):
-        path = Path(target)
-        tmp = path.with_name(path.name + ".tmp")
+        path = _export_path(target)
+        # a name of its own (O_EXCL: never another file's), the umask applying as to any file
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
-            with open(tmp, "wb") as fh:
+            with contextlib.suppress(FileNotFoundError):  # an existing file keeps its mode
+                os.fchmod(descriptor, stat.S_IMODE(path.stat().st_mode))
+            with open(descriptor, "wb") as fh:
                 count = export_session(ledger, session, fh, tenant=tenant, history=history)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -174,6 +182,19 @@ def export_session(
         target.write(line + b"\n")
         count += line.startswith(b'{"kind":"message"')
     return count
+
+
+def _export_path(target: str | os.PathLike[str]) -> Path:
+    """Where an export to ``target`` is written: the file a symbolic link names (the link
+    stays), a regular file or a new one. The export is written beside it under a name of its
+    own and moved over it once complete, so a file of any other kind (a directory, a device, a
+    pipe) is refused: moving over it would replace it, and ``-`` is standard output."""
+    path = Path(os.path.realpath(target))
+    if str(target) == "" or (path.exists() and not path.is_file()):
+        raise UserError(
+            f"cannot export to {str(target)!r}: not a regular file (use - for standard output)"
+        )
+    return path
 
 
 def read_export(
