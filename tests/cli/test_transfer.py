@@ -72,6 +72,28 @@ def test_a_cut_short_export_is_refused(rich_history: str, tmp_path: Path) -> Non
         assert not ledger.exists("cut")
 
 
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ((b'"value":"T"', b'"value":5'), "'title' value must be a str"),
+        ((b'"list":"notes"', b'"list":"' + b"n" * 300 + b'"'), "list name"),
+    ],
+)
+def test_an_import_refused_at_a_later_version_commits_none(
+    rich_history: str, tmp_path: Path, damage: tuple[bytes, bytes], said: str
+) -> None:
+    """Versions are committed one by one: one a save refuses, after the first, left the
+    session holding those before it (and a second try said it already exists)."""
+    path = tmp_path / "h.jsonl"
+    assert cli("export", "h", str(path), "--history", "--store", rich_history).exit_code == 0
+    path.write_bytes(path.read_bytes().replace(*damage))
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    for _ in range(2):  # the same refusal the second time: nothing was left behind
+        assert said in assert_error(cli("import", str(path), "--store", target), 2)
+    with Ledger(target) as copy:
+        assert not copy.exists("h")
+
+
 def test_an_export_replaces_only_the_file_it_was_given(rich_history: str, tmp_path: Path):
     """The export is written beside its target under a name of its own, then moved over it:
     it once used ``FILE.tmp`` (overwriting and deleting a file of that name) and replaced

@@ -154,7 +154,7 @@ def _backoff(attempt: int) -> None:
         time.sleep(random.uniform(0, min(_MAX_BACKOFF, 0.0005 * 2**attempt)))
 
 
-def _check_value(name: str, value: Any) -> bytes | None:
+def check_value(name: str, value: Any) -> bytes | None:
     """A value's canonical bytes (None deletes it). The title is shown as text by every store,
     so a ``title`` value must be a string."""
     if value is None:
@@ -512,7 +512,7 @@ class Ledger:
         # committed messages it kept and the new ones it wrote, whatever another thread does to
         # the caller's list meanwhile.
         lists = {check_list_name(n): self._check_messages(m) for n, m in (lists or {}).items()}
-        encoded_values = {check_list_name(n): _check_value(n, v) for n, v in (values or {}).items()}
+        encoded_values = {check_list_name(n): check_value(n, v) for n, v in (values or {}).items()}
         with self._lock_for(key):
             attempt = 0
             # From the cache alone only where the commit checks it; a refusal or a no-op is

@@ -26,6 +26,8 @@ import msgspec
 from agentledger.errors import UserError
 from agentledger.messages import Msg, encode, encode_value
 from agentledger.store.export_format import EXPORT_FORMAT, Snapshot, read_snapshots
+from agentledger.store.ids import check_list_name
+from agentledger.store.ledger import check_value
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -224,6 +226,7 @@ def import_versions(
     """
     header, snapshots = read_snapshots(source)
     target = session or header["session"]
+    _check_snapshots(snapshots)
     reports: list[SaveReport] = []
     expected = None if overwrite else 0
     for snapshot in snapshots:
@@ -231,6 +234,17 @@ def import_versions(
         expected = report.version
         reports.append(report)
     return reports
+
+
+def _check_snapshots(snapshots: Sequence[Snapshot]) -> None:
+    """Refuse, before anything is committed, a version a save would refuse: a list name no
+    store takes, a value none holds (a ``title`` that is not text). The versions are
+    committed one by one, and a refusal midway left the session holding those before it."""
+    for snapshot in snapshots:
+        for name in snapshot.lists:
+            check_list_name(name)
+        for name, value in snapshot.values.items():
+            check_value(name, value)
 
 
 def _save_snapshot(
