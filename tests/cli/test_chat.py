@@ -6,7 +6,9 @@ import asyncio
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -94,6 +96,7 @@ async def test_slash_commands_explain_bad_arguments_and_keep_going(tmp_path: Pat
             [
                 "a",
                 "/undo abc",
+                "/undo ²",  # a digit to str.isdigit, not to int()
                 "/undo 0",
                 "/undo 99",
                 "/frobnicate",
@@ -105,6 +108,7 @@ async def test_slash_commands_explain_bad_arguments_and_keep_going(tmp_path: Pat
     )
     out = console.export_text()
     assert "usage: /undo [N] removes the last N messages (N >= 1), got 'abc'" in out
+    assert "got '²'" in out
     assert "got '0'" in out and "only 2 messages to undo; nothing changed" in out
     assert "unknown command /frobnicate; commands: /history" in out
     assert "usage: /fork NAME" in out
@@ -165,3 +169,21 @@ def test_a_missing_extra_shows_the_whole_install_hint(monkeypatch) -> None:
     result = CliRunner().invoke(app, ["chat", "--model", "openai:x", "--store", "memory://"])
     assert result.exit_code == 1
     assert result.stderr == 'error: this needs: pip install "agentledger[openai]"\n'
+
+
+async def test_undo_never_cuts_a_message_another_writer_added_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat, console = _session(tmp_path, [Msg.assistant("One.")])
+    await _chat_loop(chat, iter(["a"]))
+    load = chat.ledger.load
+
+    async def load_then_another_writer(session: str, **kw: Any) -> Any:
+        state = await load(session, **kw)
+        await chat.ledger.save(session, [*state.context, Msg.user("late")])
+        return state
+
+    monkeypatch.setattr(chat.ledger, "load", load_then_another_writer)
+    await _chat_loop(chat, iter(["/undo"]))
+    assert "the session changed meanwhile; nothing undone" in console.export_text()
+    assert [m.text for m in await chat.ledger.messages("c")] == ["a", "One.", "late"]

@@ -88,3 +88,39 @@ def test_repair_says_what_it_cannot_fix(tmp_path: Path) -> None:
     with Ledger(url) as ledger:  # a tool result inside a user message: not repairable
         ledger.save("m", [Msg.user("hi", id="u"), Msg("user", [result], id="odd")])
     assert_error(cli("repair", "m", "--store", url), 1, "repair cannot fix")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["rewind", "s", "--to-message", "a1"], ["repair", "s"]],
+    ids=["rewind", "repair"],
+)
+def test_a_message_another_writer_adds_meanwhile_is_never_cut_unseen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """rewind and repair save what they read: a turn another writer committed between their
+    load and their save was cut from the live list, exit 0. Now the save is at the version
+    read, and the command fails with a conflict instead, the other turn kept."""
+    import agentledger.cli.manage as manage
+    import agentledger.cli.tools as tools
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    call = Msg.assistant(ToolUseBlock(id="c9", name="t", input={}), id="a2")
+    with Ledger(url) as ledger:
+        ledger.save("s", [Msg.user("q1", id="u1"), Msg.assistant("a1", id="a1"), call])
+
+    def racing(load):  # type: ignore[no-untyped-def]
+        def load_then_another_writer(ledger, session, version=None):  # type: ignore[no-untyped-def]
+            state = load(ledger, session, version)
+            with Ledger(url) as other:
+                other.save(session, [*other.messages(session), Msg.user("late", id="late")])
+            return state
+
+        return load_then_another_writer
+
+    for module in (manage, tools):
+        monkeypatch.setattr(module, "load_existing", racing(module.load_existing))
+    line = assert_error(cli(*command, "--store", url), 4)
+    assert "run the command again" in line
+    with Ledger(url) as ledger:
+        assert [m.id for m in ledger.messages("s")] == ["u1", "a1", "a2", "late"]

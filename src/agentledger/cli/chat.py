@@ -179,17 +179,24 @@ class ChatSession:
             self._say(f"forked; now in session {name!r}")
 
     async def _undo(self, arg: str) -> None:
-        if arg and not (arg.isdigit() and int(arg) > 0):
+        if arg and not (arg.isascii() and arg.isdigit() and int(arg) > 0):
             self._say(
                 f"usage: /undo [N] removes the last N messages (N >= 1), got {arg!r}", "yellow"
             )
             return
         count = int(arg or 1)
-        msgs = await self.ledger.messages(self.session)
+        state = await self.ledger.load(self.session)
+        msgs = state.context
         if count > len(msgs):
             self._say(f"only {len(msgs)} messages to undo; nothing changed", "yellow")
             return
-        report = await self.ledger.save(self.session, msgs[: len(msgs) - count])
+        try:  # at the version read: what another writer added meanwhile is not cut unseen
+            report = await self.ledger.save(
+                self.session, msgs[: len(msgs) - count], expected_version=state.version
+            )
+        except ConflictError:
+            self._say("the session changed meanwhile; nothing undone (look, then undo again)")
+            return
         self._say(
             f"removed the last {count} message{'s' * (count > 1)}, {len(msgs) - count} left "
             f"(v{report.version}; v{report.version - 1} still loads)"

@@ -100,7 +100,10 @@ def rewind(
         cut = len(msgs) - keep
         version = state.version
         if not dry_run and cut:
-            version = ledger.save(session, msgs[:keep], name=list_name).version
+            # at the version read: a message another writer added meanwhile is not cut unseen
+            version = ledger.save(
+                session, msgs[:keep], name=list_name, expected_version=state.version
+            ).version
     verb = "would cut" if dry_run else "cut"
     Output(as_json).line(
         f"{verb} {cut} messages after {to_message!r}; {session} "

@@ -203,7 +203,10 @@ def repair(
         report = repair_history(msgs, unanswered=unanswered)
         version = state.version
         if report.changed and not dry_run:
-            version = ledger.save(session, report.messages, name=list_name).version
+            # at the version read: a message another writer added meanwhile is not lost
+            version = ledger.save(
+                session, report.messages, name=list_name, expected_version=state.version
+            ).version
     left = validate(report.messages, target="strict")
     changes = [
         {
