@@ -110,6 +110,37 @@ def test_a_read_never_creates_a_store(tmp_path: Path, url: str) -> None:
     assert not (tmp_path / "nodir").exists()
 
 
+@pytest.mark.parametrize("content", [b"", "an application's own database"])
+def test_a_read_never_makes_a_store_of_a_file_that_holds_none(
+    tmp_path: Path, content: bytes | str
+) -> None:
+    """A SQLite file without agentledger's tables (empty, or another program's database) is
+    no store: reading it once installed the tables in it."""
+    import sqlite3
+
+    path = tmp_path / "foreign.db"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE users (name TEXT)")
+        conn.close()
+    before = path.read_bytes()
+    url = f"sqlite:///{path}"
+    for args in (["sessions"], ["show", "s"], ["history", "s"], ["search", "hi"]):
+        assert_error(cli(*args, "--store", url), EXIT_NOT_FOUND, "holds no agentledger tables")
+    assert path.read_bytes() == before
+
+
+def test_an_empty_tenant_or_store_is_refused_not_taken_for_the_default(store: str) -> None:
+    """``-t ""`` deleted the default tenant's session; ``--store ""`` wrote to the default
+    store in the user's data directory."""
+    for args in (["delete", "chat", "--yes", "-t", ""], ["show", "chat", "--tenant", ""]):
+        assert_error(cli(*args, "--store", store), EXIT_USAGE, "tenant id must not be empty")
+    assert_error(cli("sessions", "--store", ""), EXIT_USAGE, "the store URL is empty")
+    assert cli("show", "chat", "--store", store).exit_code == 0  # nothing was deleted
+
+
 def test_destructive_commands_need_yes_in_a_script(store: str) -> None:
     assert_error(cli("delete", "chat", "--store", store), EXIT_USAGE, "--yes")
     assert_error(cli("purge", "chat", "--store", store), EXIT_USAGE, "--yes")
@@ -122,6 +153,9 @@ def test_debug_shows_the_traceback(store: str) -> None:
     assert "Traceback" in result.stderr and result.stderr.splitlines()[-1].startswith("error: ")
     result = cli("show", "nosuch", "--store", store, env={"AGENTLEDGER_DEBUG": "1"})
     assert "Traceback" in result.stderr
+    for off in ("0", "false", "no", "off", "False"):
+        result = cli("show", "nosuch", "--store", store, env={"AGENTLEDGER_DEBUG": off})
+        assert "Traceback" not in result.stderr, off
 
 
 def test_unreachable_postgres_fails_with_one_line() -> None:

@@ -54,7 +54,9 @@ def _read(path: Path) -> dict[str, str]:
 
 
 def setting(key: str, given: str | None) -> str | None:
-    """``given`` (from a flag or the environment) if set, else the config file's ``key``."""
-    if given:
+    """``given`` (from a flag or the environment) if set, else the config file's ``key``.
+    An empty ``given`` is set: ``-t ""`` is refused as an empty tenant id, never taken for the
+    default."""
+    if given is not None:
         return given
     return _read(config_path()).get(key)

@@ -147,6 +147,9 @@ def report(exc: BaseException) -> int:
     return exit_code_for(exc)
 
 
+_TRUE = frozenset(("1", "true", "t", "yes", "y", "on"))
+
+
 class LedgerGroup(TyperGroup):
     """The top-level command group: runs a command and reports any failure as one line."""
 
@@ -158,7 +161,8 @@ class LedgerGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        state.debug = os.environ.get("AGENTLEDGER_DEBUG", "") not in ("", "0")
+        # as click reads a boolean: "false", "no", "off" and "0" are off, not on
+        state.debug = os.environ.get("AGENTLEDGER_DEBUG", "").strip().lower() in _TRUE
         state.store = state.session = None
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)

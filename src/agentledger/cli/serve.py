@@ -14,10 +14,9 @@ from rich.console import Console
 
 from agentledger._optional import require
 from agentledger.cli.chat import HOW_TO_CONFIGURE, resolve_model
-from agentledger.cli.config import setting
 from agentledger.cli.errors import EXIT_USAGE, CliError
 from agentledger.cli.options import StoreOption, TenantOption
-from agentledger.cli.store import resolve_store
+from agentledger.cli.store import chosen_tenant, resolve_store
 from agentledger.server.app import DEFAULT_MAX_BODY
 from agentledger.server.config import ENV_VAR, ServeConfig
 
@@ -70,7 +69,7 @@ def serve(
         store=resolve_store(store),
         tools=tools,
         auth_file=auth_file,
-        tenant=setting("tenant", tenant) or "default",
+        tenant=chosen_tenant(tenant),
         system_prompt=system,
         max_body=max_body,
         lease_wait=lease_wait,

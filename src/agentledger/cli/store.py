@@ -11,14 +11,16 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 
 from agentledger.cli.config import setting
-from agentledger.cli.errors import EXIT_NOT_FOUND, CliError, state
-from agentledger.errors import StoreUnavailableError
+from agentledger.cli.errors import EXIT_NOT_FOUND, EXIT_USAGE, CliError, state
+from agentledger.errors import CorruptStoreError, StoreUnavailableError
 from agentledger.store import Ledger
+from agentledger.store.sqlite_schema import applied_migrations
 
-__all__ = ["PG_CONNECT_TIMEOUT", "default_path", "open_ledger", "resolve_store"]
+__all__ = ["PG_CONNECT_TIMEOUT", "chosen_tenant", "default_path", "open_ledger", "resolve_store"]
 
 #: Seconds the command line waits for a PostgreSQL server before giving up.
 PG_CONNECT_TIMEOUT = 3
@@ -33,7 +35,12 @@ def default_path() -> Path:
 
 def resolve_store(store: str | None) -> str:
     """The store URL to use: flag or environment, else the config file, else the default."""
-    return setting("store", store) or f"sqlite:///{default_path()}"
+    url = setting("store", store)
+    if url is None:
+        return f"sqlite:///{default_path()}"
+    if not url.strip():
+        raise CliError("the store URL is empty (see --store or AGENTLEDGER_STORE)", EXIT_USAGE)
+    return url
 
 
 def _local_path(url: str) -> Path | None:
@@ -72,6 +79,33 @@ def open_ledger(store: str | None, tenant: str | None, *, create: bool = False) 
             "AGENTLEDGER_STORE)",
             EXIT_NOT_FOUND,
         )
+    if path is not None and not create and url.startswith("sqlite") and not _holds_a_store(path):
+        raise CliError(
+            f"no store at {url} (the file {path} holds no agentledger tables; check --store "
+            "or AGENTLEDGER_STORE)",
+            EXIT_NOT_FOUND,
+        )
     if url.startswith(("postgresql://", "postgres://")):
         _probe_postgres(url)
-    return Ledger(url, tenant=setting("tenant", tenant) or "default")
+    return Ledger(url, tenant=chosen_tenant(tenant))
+
+
+def chosen_tenant(tenant: str | None) -> str:
+    """The tenant to use: flag or environment, else the config file, else ``default``."""
+    chosen = setting("tenant", tenant)
+    return "default" if chosen is None else chosen
+
+
+def _holds_a_store(path: Path) -> bool:
+    """Whether the SQLite file at ``path`` holds agentledger's tables, read without changing
+    it: opening it as a store would make one in any SQLite file (an application's own
+    database, an empty file). A file SQLite cannot read counts as one, so that the store says
+    what is wrong with it."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return bool(applied_migrations(conn))
+        finally:
+            conn.close()
+    except (sqlite3.Error, CorruptStoreError):
+        return True
