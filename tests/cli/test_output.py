@@ -155,3 +155,36 @@ def test_fork_and_rewind(store: str) -> None:
         assert [m.id for m in ledger.messages("b", version=2)] == ["u", "a", "m"]
     result = cli("rewind", "b", "--to-message", "zzz", "--store", store)
     assert result.exit_code == 3 and "no message 'zzz'" in result.stderr
+
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mred\x00\x7f\x9b1m tail"
+
+
+def _raw_controls(text: str) -> set[str]:
+    return {c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F}
+
+
+def test_stored_text_reaches_the_output_as_text_never_as_terminal_commands(
+    tmp_path: Path,
+) -> None:
+    """A title or a message holding escape sequences once set the terminal's window title,
+    cleared its screen or coloured it; now every control character is written as an escape
+    (``\\x1b``), on a terminal and in a pipe; ``--json`` stays exact."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    with Ledger(url) as ledger:
+        ledger.save_state(
+            "s", lists={"context": [Msg.user(f"find {HOSTILE}")]}, values={"title": HOSTILE}
+        )
+    for args in (["sessions"], ["show", "s"], ["history", "s"], ["search", "find"]):
+        result = cli(*args, "--store", url)
+        assert result.exit_code == 0, result.output
+        assert not _raw_controls(result.stdout), (args, result.stdout)
+        assert "\\x1b]0;PWNED\\x07" in result.stdout or args == ["history", "s"]
+    out = Output(terminal=True)
+    out.console = out.console.__class__(record=True, width=200, force_terminal=True)
+    out.table(("session", "title"), [("s", HOSTILE)], None)
+    out.text(HOSTILE, style="bold")
+    assert "\\x1b[2J" in out.console.export_text()
+    assert not _raw_controls(out.console.export_text(styles=False))
+    [row] = _json("sessions", "--store", url)
+    assert row["title"] == HOSTILE

@@ -26,7 +26,7 @@ from agentledger.agent.react import ReActAgent
 from agentledger.cli.config import setting
 from agentledger.cli.errors import EXIT_USAGE, one_line
 from agentledger.cli.options import StoreOption, TenantOption
-from agentledger.cli.output import describe
+from agentledger.cli.output import describe, printable
 from agentledger.cli.store import open_ledger
 from agentledger.errors import (
     AgentLedgerError,
@@ -115,14 +115,15 @@ class ChatSession:
         try:
             async for event in self.agent.stream(text, self.session):
                 if isinstance(event, TextDelta):
-                    self.console.out(event.text, end="")
+                    self.console.out(printable(event.text), end="")
                 elif isinstance(event, ToolCallStart):
                     self.console.print(f"\n→ {event.name}", markup=False, style="dim")
                 elif isinstance(event, RunInterrupted):
                     self.console.print("\ninterrupted — the session is still valid", style="yellow")
                 elif isinstance(event, RunError):
                     reported = True
-                    self.console.print(f"\n{event.kind}: {event.error}", markup=False, style="red")
+                    said = printable(f"{event.kind}: {event.error}")
+                    self.console.print(f"\n{said}", markup=False, style="red")
         except SessionBusyError:
             self._say(
                 f"not sent: session {self.session!r} is busy (another run is using it); "
@@ -139,7 +140,7 @@ class ChatSession:
         self.console.print()
 
     def _say(self, text: str, style: str | None = None) -> None:
-        self.console.print(one_line(text), markup=False, style=style)
+        self.console.print(printable(one_line(text)), markup=False, style=style)
 
     async def _command(self, line: str) -> bool:
         name, _, arg = line[1:].partition(" ")
@@ -155,7 +156,8 @@ class ChatSession:
             await self._undo(arg)
         elif name == "sessions":
             for info in await self.ledger.list_sessions(limit=20):
-                self.console.print(f"{info.session_id}  {info.title or ''}", markup=False)
+                line = printable(f"{info.session_id}  {info.title or ''}")
+                self.console.print(line, markup=False)
         elif name == "help":
             self._say(COMMANDS)
         else:

@@ -9,6 +9,7 @@ UTC and say so (ISO 8601 with ``+00:00`` in JSON, a ``(UTC)`` column label elsew
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from rich.table import Table
 
 from agentledger.messages import Msg
 
-__all__ = ["JsonOption", "Output", "describe", "message_json", "utc"]
+__all__ = ["JsonOption", "Output", "describe", "message_json", "printable", "utc"]
 
 _SHORT = 24  # a column at most this wide is never shrunk on a terminal
 
@@ -39,6 +40,20 @@ def message_json(msg: Msg) -> Any:
     return json.loads(encode(msg))
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\x1b``), newlines and tabs
+    kept: stored text (a title, a message, a model's answer) reaches a terminal as text, never
+    as commands to it (an escape sequence that sets the window title or clears the screen)."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
 def describe(msg: Msg, width: int = 100) -> str:
     """One readable line for a message: role, blocks, text."""
     kinds = []
@@ -54,7 +69,7 @@ def describe(msg: Msg, width: int = 100) -> str:
     text = " ".join((msg.text or results or msg.thinking or "").split())
     if len(text) > width:
         text = text[: width - 1] + "…"
-    return f"{msg.role:<9} [{', '.join(kinds)}] {text}"
+    return printable(f"{msg.role:<9} [{', '.join(kinds)}] {text}")
 
 
 class Output:
@@ -95,12 +110,12 @@ class Output:
                     min_width=None if is_long else width,
                 )
             for row in rows:
-                table.add_row(*(str(cell) for cell in row))
+                table.add_row(*(printable(str(cell)) for cell in row))
             self.console.print(table)
         else:
             typer.echo("\t".join(columns))
             for row in rows:
-                typer.echo("\t".join(" ".join(str(cell).split()) for cell in row))
+                typer.echo("\t".join(printable(" ".join(str(cell).split())) for cell in row))
 
     def line(self, text: str, *, data: Any = None, err: bool = False) -> None:
         """A one-line result (``data`` as JSON instead with ``--json``); ``err`` sends the text
@@ -108,10 +123,11 @@ class Output:
         if self.as_json and data is not None:
             self.json(data)
         else:
-            typer.echo(text, err=err)
+            typer.echo(printable(text), err=err)
 
     def text(self, text: str, *, style: str | None = None) -> None:
         """Free text: styled on a terminal, plain otherwise; never interpreted as markup."""
+        text = printable(text)
         if self.terminal and style:
             self.console.print(text, style=style, markup=False)
         else:
