@@ -60,6 +60,7 @@ def test_import_into_an_existing_session_names_overwrite(store: str, tmp_path: P
         (b"", ["bad.jsonl", "no header"]),
         (b'{"kind":"header","format":"agentledger.export/9","session":"s"}\n', ["export/9"]),
         (b"[1, 2", ["not valid JSON"]),
+        (b"[" * 100_000, ["nested too deeply"]),
     ],
 )
 def test_import_of_a_bad_file_is_one_line(
@@ -88,6 +89,12 @@ def test_usage_errors_exit_2(store: str) -> None:
     assert_error(cli("show", "--bogus"), EXIT_USAGE, "--bogus")
     assert_error(cli("show", "a/../b" * 100, "--store", store), EXIT_USAGE, "session id")
     assert_error(cli("sessions", "--store", "ftp://nope"), EXIT_USAGE, "unknown store URL")
+    assert_error(cli("sessions", "--store", "sqlite:////"), EXIT_USAGE, "is a directory")
+    directory = f"sqlite:///{Path(store.removeprefix('sqlite:///')).parent}"
+    assert_error(cli("migrate", "--to", directory, "--from", store), EXIT_USAGE, "is a directory")
+    assert_error(cli("sessions", "--store", "postgresql://[::1"), EXIT_USAGE, "PostgreSQL URL")
+    for port in ("99999", "-1"):
+        assert_error(cli("serve", "--port", port), EXIT_USAGE, "--port")
 
 
 def test_a_bad_sessions_cursor_is_a_usage_error(store: str) -> None:

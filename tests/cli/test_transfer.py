@@ -118,6 +118,28 @@ def test_an_export_replaces_only_the_file_it_was_given(rich_history: str, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no file left behind
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        json.dumps({"messages": [{"role": "user", "content": "hi"}]}, indent=2),
+        json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
+        "\ufeff" + json.dumps([{"role": "user", "content": "hi"}]),
+        "\n  " + json.dumps([{"role": "user", "content": "hi"}], indent=1),
+    ],
+    ids=["pretty", "another key first", "bom", "pretty list"],
+)
+def test_a_transcript_is_read_however_it_is_laid_out(tmp_path: Path, content: str) -> None:
+    """It was told from an export by its first bytes: a pretty-printed ``{"messages": ...}``,
+    one whose first key is another, or a BOM, was read as an export and refused."""
+    path = tmp_path / "t.json"
+    path.write_text(content, encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    result = cli("import", str(path), "--session", "t", "--store", url)
+    assert result.exit_code == 0, result.output
+    with Ledger(url) as ledger:
+        assert [m.text for m in ledger.messages("t")] == ["hi"]
+
+
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "markdown"])
 def test_export_formats(store: str, tmp_path: Path, fmt: str) -> None:
     result = cli("export", "chat", "-", "--format", fmt, "--store", store)

@@ -102,14 +102,23 @@ def _read_input(path: str) -> bytes:
 
 
 def _transcript(data: bytes, path: str) -> list | None:
-    """The OpenAI messages of a JSON transcript, or None when ``data`` is not one."""
-    if not data.lstrip().startswith((b"[", b'{"messages"')):
+    """The OpenAI messages of a JSON transcript (a list of messages, or an object holding them
+    as ``messages``, however laid out, a BOM allowed), or None when ``data`` is not one (an
+    export: JSON lines, each an object with a ``kind``)."""
+    text = data.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not text.startswith((b"[", b"{")):
         return None
     try:
-        transcript = json.loads(data)
+        transcript = json.loads(text)
+    except RecursionError:
+        raise CodecError(f"{path} is nested too deeply to read") from None
     except ValueError as exc:
+        if text.startswith(b"{"):
+            return None  # JSON lines: an export, read as one
         raise CodecError(f"{path} is not valid JSON: {exc}") from None
     if isinstance(transcript, dict):
+        if "kind" in transcript:
+            return None  # an export of one line
         transcript = transcript.get("messages")
     if not isinstance(transcript, list):
         raise CodecError(f"{path}: expected a JSON list of messages or {{'messages': [...]}}")

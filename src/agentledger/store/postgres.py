@@ -130,7 +130,10 @@ def _split_url(url: str) -> tuple[str, str | None]:
     """``url`` without our ``?schema=`` parameter (libpq would refuse it), and that schema."""
     if "://" not in url:
         return url, None  # a "key=value" conninfo string
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # a bracketed host left open, say
+        raise _UserError(f"not a PostgreSQL URL: {exc}") from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "schema"), None)
     if schema is None:

@@ -141,6 +141,8 @@ class SqliteStore(Store):
             raise UserError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
         self.full_sync = synchronous.lower() == "full"
         self.path = Path(path).resolve()
+        if not self.path.name or self.path.is_dir():
+            raise UserError(f"a SQLite store is a file, and {str(path)!r} is a directory")
         self.location = str(self.path)
         # Run leases are flock'ed files beside the database (never the database file itself).
         self.lease_dir = self.path.with_name(self.path.name + ".leases")
