@@ -82,6 +82,32 @@ def test_repair_saves_a_new_version(broken: str, strategy: str, tool_messages: i
     assert cli("check", "b", "--store", broken).exit_code == 0
 
 
+def test_what_check_finds_for_a_provider_repair_fixes_for_it(tmp_path: Path) -> None:
+    """check --provider anthropic told to run repair, which repaired for strict only and said
+    there was nothing to repair: the history still failed the check."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    with Ledger(url) as ledger:  # valid for every provider but Anthropic: a late system message
+        ledger.save(
+            "a", [Msg.user("hi", id="u"), Msg.assistant("yes", id="a"), Msg.system("be brief")]
+        )
+    result = cli("check", "a", "--provider", "anthropic", "--store", url)
+    assert result.exit_code == 1 and "bad_role_order" in result.stdout
+    assert "(fix with: agentledger repair a --provider anthropic)" in result.stderr
+    assert cli("check", "a", "--store", url).exit_code == 0
+    data = _json("repair", "a", "--provider", "anthropic", "--store", url)
+    assert data["changes"] and data["remaining"] == []
+    assert cli("check", "a", "--provider", "anthropic", "--store", url).exit_code == 0
+    assert_error(cli("repair", "a", "--provider", "agui", "--store", url), 2, "lenient")
+
+
+@pytest.mark.parametrize("command", ["check", "repair"])
+def test_a_list_the_session_does_not_hold_is_not_found(store: str, command: str) -> None:
+    """A typo in --list checked an empty list and said the history was valid (exit 0)."""
+    for name in ("contxt", "../x"):
+        line = assert_error(cli(command, "chat", "--list", name, "--store", store), 3)
+        assert f"holds no list {name!r}" in line and "its lists: context" in line
+
+
 def test_repair_says_what_it_cannot_fix(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     result = ToolResultBlock(id="c9", name="x", output=())

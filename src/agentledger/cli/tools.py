@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentledger.cli.errors import EXIT_FAILURE, CliError
+from agentledger.cli.errors import EXIT_FAILURE, EXIT_NOT_FOUND, CliError
 from agentledger.cli.manage import ListOption
 from agentledger.cli.options import DryRunOption, SessionArg, StoreOption, TenantOption
 from agentledger.cli.output import JsonOption, Output, describe, message_json
@@ -121,6 +121,19 @@ def diff(
         out.text(f"{signs[change['op']]} {change['list']}[{position}] {describe(msg)}")
 
 
+def _list_of(state: Any, session: str, name: str) -> list[Any]:
+    """List ``name`` of a session's ``state``; a list it does not hold is "not found" (a typo
+    in ``--list`` once checked nothing and said the history was valid), but for the context,
+    which a session without messages holds empty."""
+    if name not in state.lists and name != CONTEXT:
+        held = ", ".join(sorted(state.lists)) or "none"
+        raise CliError(
+            f"{session} v{state.version} holds no list {name!r} (its lists: {held})",
+            EXIT_NOT_FOUND,
+        )
+    return state.lists.get(name, [])
+
+
 def _findings_table(out: Output, findings: list, data: dict[str, Any]) -> None:
     out.table(
         ("kind", "position", "message", "tool call", "what"),
@@ -154,7 +167,7 @@ def check(
     """Check that a provider would accept the session's history; exit code 1 if not."""
     with open_ledger(store, tenant) as ledger:
         state = load_existing(ledger, session, version)
-    msgs = state.lists.get(list_name, [])
+    msgs = _list_of(state, session, list_name)
     findings = validate(msgs, target=provider.value)
     out = Output(as_json)
     data = {
@@ -175,7 +188,9 @@ def check(
     _findings_table(out, findings, data)
     raise CliError(
         f"{session} v{state.version} is not valid for {provider.value}: {len(findings)} "
-        f"finding(s), the first: {findings[0]} (fix with: agentledger repair {session})",
+        f"finding(s), the first: {findings[0]} (fix with: agentledger repair {session}"
+        + ("" if provider is Provider.strict else f" --provider {provider.value}")
+        + ")",
         EXIT_FAILURE,
     )
 
@@ -189,6 +204,10 @@ def repair(
             "error result saying it was not executed."
         ),
     ] = Strategy.drop,
+    provider: Annotated[
+        Provider,
+        typer.Option(help="Whose rules to repair for: strict (every provider), openai, anthropic."),
+    ] = Provider.strict,
     list_name: ListOption = CONTEXT,
     store: StoreOption = None,
     tenant: TenantOption = None,
@@ -196,18 +215,20 @@ def repair(
     as_json: JsonOption = False,
 ) -> None:
     """Repair a history that strict providers reject, as a new version (the old one still loads)."""
+    if provider is Provider.agui:
+        raise CliError("agui is the lenient target: check it, there is nothing to repair", 2)
     with open_ledger(store, tenant) as ledger:
         state = load_existing(ledger, session)
-        msgs = state.lists.get(list_name, [])
+        msgs = _list_of(state, session, list_name)
         unanswered = "drop" if strategy is Strategy.drop else "error_result"
-        report = repair_history(msgs, unanswered=unanswered)
+        report = repair_history(msgs, unanswered=unanswered, target=provider.value)
         version = state.version
         if report.changed and not dry_run:
             # at the version read: a message another writer added meanwhile is not lost
             version = ledger.save(
                 session, report.messages, name=list_name, expected_version=state.version
             ).version
-    left = validate(report.messages, target="strict")
+    left = validate(report.messages, target=provider.value)
     changes = [
         {
             "kind": c.kind.value,
