@@ -25,6 +25,21 @@ def test_every_command_has_help() -> None:
         assert (command.callback.__doc__ or "").strip(), f"{name} has no help text"
 
 
+def test_python_dash_m_runs_the_command(tmp_path: Path) -> None:
+    """``python -m agentledger``, for an environment whose scripts are not on PATH."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    result = subprocess.run(
+        [sys.executable, "-m", "agentledger", "show", "s", "--store", url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 3 and result.stderr.startswith("error: no store at")
+
+
 def test_demo_runs_offline_and_ends_valid(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     result = runner.invoke(app, ["demo", "--store", url, "--turns", "5"], env={"COLUMNS": "150"})
