@@ -16,7 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from agentledger import AsyncLedger, Ledger
-from agentledger.errors import UserError
+from agentledger.errors import ConflictError, UserError
 from agentledger.integrations.pydantic_ai import LedgerHistory, to_msgs
 
 Adapter = m.ModelMessagesTypeAdapter
@@ -178,6 +178,52 @@ async def test_a_run_without_the_stored_history_is_refused_before_it_saves() -> 
         await agent.run("weather in Oslo", capabilities=[history.capability()])
     assert as_json(await history.aload()) == as_json(first.all_messages())
     assert (await history.asave(first.all_messages())).noop
+
+
+def _texts(history: list[m.ModelMessage]) -> list[str]:
+    return [p.content for msg in history for p in msg.parts if isinstance(p, m.UserPromptPart)]
+
+
+async def test_two_runs_at_once_never_replace_each_others_turn() -> None:
+    """Both start from the stored history; each run's saves are at the version its last save
+    made, so the run overtaken fails with ConflictError at its next save, where it once
+    replaced the other run's turn with its own."""
+
+    async def slow(messages: list[m.ModelMessage], info: AgentInfo) -> m.ModelResponse:
+        prompt = messages[-1].parts[-1].content
+        await asyncio.sleep(0.2 if prompt == "turn A" else 0.02)
+        return m.ModelResponse(parts=[m.TextPart(f"answer to {prompt}")])
+
+    history = LedgerHistory(AsyncLedger("memory://"), "s")
+    agent = Agent(FunctionModel(slow), capabilities=[history.capability()])
+    await agent.run("first")
+    a, b = history.load(), history.load()
+    outcomes = await asyncio.gather(
+        agent.run("turn A", message_history=a),
+        agent.run("turn B", message_history=b),
+        return_exceptions=True,
+    )
+    failed = [isinstance(o, ConflictError) for o in outcomes]
+    assert sorted(failed) == [False, True]  # which one is overtaken is the scheduler's
+    kept = "turn B" if failed[0] else "turn A"
+    assert _texts(history.load()) == ["first", kept]
+
+
+async def test_a_run_on_a_history_the_session_has_moved_past_is_refused_before_it_saves() -> None:
+    ledger = AsyncLedger("memory://")
+    history = LedgerHistory(ledger, "s")
+    agent = weather_agent(WeatherModel())
+    first = await agent.run("weather in Paris", capabilities=[history.capability()])
+    stale = first.all_messages()
+    await agent.run("and Rome?", message_history=stale, capabilities=[history.capability()])
+    version = await ledger.version("s")
+    with pytest.raises(ConflictError, match="not where the run's message_history begins"):
+        await agent.run("and Oslo?", message_history=stale, capabilities=[history.capability()])
+    assert await ledger.version("s") == version  # nothing saved
+    again = await agent.run(
+        "and Oslo?", message_history=history.load(), capabilities=[history.capability()]
+    )
+    assert _texts(again.all_messages()) == ["weather in Paris", "and Rome?", "and Oslo?"]
 
 
 async def test_a_conversation_paused_for_approval_is_stored_whole_and_resumed(

@@ -22,12 +22,16 @@ usage, id and deferred tool calls of the run's ``Conversation``). What it saves 
 history processors left, which is what the model saw, on every pydantic-ai version: 2.78 keeps
 the unprocessed history in a result's ``conversation``, and ``save_conversation`` says why that
 one is not stored. A run given no history on a session that holds one is refused before it starts,
-since saving it would replace the session with that run alone.
+since saving it would replace the session with that run alone; so is a run given a history the
+stored one is not the start of (``ConflictError``: loaded before another run saved its turn).
+Each save of a run is at the version its last save made, so of two runs on one session at once
+the one overtaken fails with ``ConflictError`` rather than replacing the other's turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,7 +41,7 @@ from pydantic_ai.conversation import Conversation
 from pydantic_ai.run import AgentRunResult
 
 from agentledger._optional import require
-from agentledger.errors import UserError
+from agentledger.errors import ConflictError, UserError
 from agentledger.integrations.pydantic_ai._cache import Conversions
 from agentledger.integrations.pydantic_ai.convert import (
     from_msgs_grouped,
@@ -185,6 +189,23 @@ class LedgerHistory:
         """How many ``Msg`` rows the stored history has (nothing is decoded)."""
         return len(self.ledger.messages(self.session, self.name, tenant=self.tenant))
 
+    def base_version(self, messages: Sequence[ModelMessage]) -> int:
+        """The version a run given ``messages`` continues: the latest, when the stored history
+        is where ``messages`` begin; else ``ConflictError``. A run whose history lacks what is
+        stored (loaded before another run saved its turn, or cut short by hand) would replace
+        the session with its own; save such a history first, deliberately, to run on it."""
+        state = self.ledger.load(self.session, tenant=self.tenant)
+        stored = state.lists.get(self.name, [])
+        given = to_msgs(messages, conversions=self._conversions)
+        if [m.digest for m in given[: len(stored)]] != [m.digest for m in stored]:
+            raise ConflictError(
+                f"session {self.session!r} is at version {state.version}, whose history is not "
+                "where the run's message_history begins (another run saved since it was "
+                "loaded?); load it again, or save the history you mean first",
+                actual=state.version,
+            )
+        return state.version
+
     async def aload(self, *, version: int | None = None) -> list[ModelMessage]:
         return await asyncio.to_thread(self.load, version=version)
 
@@ -206,6 +227,7 @@ class PersistHistory(AbstractCapability[Any]):
 
     history: LedgerHistory
     _live: list[ModelMessage] | None = field(default=None, init=False, repr=False)
+    _version: int | None = field(default=None, init=False, repr=False)
 
     async def for_run(self, ctx: RunContext[Any]) -> PersistHistory:
         # One copy per run, holding that run's live history list; the instance given to the
@@ -219,7 +241,12 @@ class PersistHistory(AbstractCapability[Any]):
                     "given no message_history; pass message_history=history.load() to continue "
                     "it, or use a new session"
                 )
-        return PersistHistory(self.history)
+        run = PersistHistory(self.history)
+        # Every save of the run is at the version the last one made, from the one the run's
+        # history continues: a run that another writer overtook fails with ConflictError
+        # rather than replacing that writer's turn with its own.
+        run._version = await asyncio.to_thread(self.history.base_version, list(ctx.messages))
+        return run
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -249,14 +276,17 @@ class PersistHistory(AbstractCapability[Any]):
         except BaseException:
             if self._live is not None:
                 # Saved without awaiting: a cancelled task may not get to await again.
-                self.history.save(list(self._live))
+                with contextlib.suppress(ConflictError):  # overtaken: the run's error says so
+                    self.history.save(list(self._live), expected_version=self._version)
             raise
-        await self.history.asave_conversation(result)  # usage and deferred calls too
+        # usage and deferred calls too
+        await self.history.asave_conversation(result, expected_version=self._version)
         return result
 
     async def _save(self, ctx: RunContext[Any]) -> None:
         self._live = ctx.messages
-        await self.history.asave(list(ctx.messages))
+        report = await self.history.asave(list(ctx.messages), expected_version=self._version)
+        self._version = report.version
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
