@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger, Msg, SaveReport
-from agentledger.errors import AgentLedgerError
+from agentledger.errors import AgentLedgerError, ConflictError
 from agentledger.integrations.openai_agents import LedgerSession
 from agentledger.wire.responses import to_responses
 
@@ -242,6 +242,30 @@ async def test_a_shift_writes_only_what_it_adds(
         assert report.version == 2 and report.bytes_written < 1024
         assert await LedgerSession("s", ledger).get_items() == shift(items)
         assert to_responses(ledger.messages("s", version=1)) == items
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite"])
+async def test_an_edit_another_writer_overtook_is_refused_not_applied(
+    url: str, tmp_path: Any
+) -> None:
+    """set_items writes what this session read, edited: an item another writer added between
+    the read and the write was dropped (the edit was applied again to the newer version). Now
+    ConflictError, nothing changed; read again, edit again."""
+    url = url if url == "memory://" else f"sqlite:///{tmp_path / 'race.db'}"
+    with Ledger(url) as ledger:
+        editor, other = LedgerSession("s", ledger), LedgerSession("s", ledger)
+        await editor.add_items(_turns(8))
+        items = await editor.get_items()
+        late = {"role": "user", "content": "added meanwhile"}
+        await other.add_items([late])
+        version = ledger.version("s")
+        with pytest.raises(ConflictError):
+            await editor.set_items([*items[:2], {**items[2], "output": "short"}, *items[3:]])
+        assert ledger.version("s") == version and (await editor.get_items())[-1] == late
+        items = await editor.get_items()
+        await editor.set_items([*items[:2], {**items[2], "output": "short"}, *items[3:]])
+        assert [i.get("output") for i in await other.get_items()][2] == "short"
+        assert (await other.get_items())[-1] == late
 
 
 async def test_an_edited_item_without_an_id_keeps_its_id_after_a_shift() -> None:

@@ -211,6 +211,12 @@ class LedgerSession:
         moved (the ``n``-th of equal items takes the ``n``-th), so the save writes only the
         items that are new or edited. An edited item without an id of its own keeps the id of
         the item it replaces in place. What is replaced stays readable at the previous version.
+
+        It is a write of what this session last read, edited: if another writer committed
+        since (an item added by another process between the ``get_items`` the edit started
+        from and this call), it raises ``ConflictError`` and changes nothing, where ``add_items``
+        and the other calls apply their change again to the newer version. Read the items
+        again and redo the edit.
         """
         items = list(items)
 
@@ -224,7 +230,7 @@ class LedgerSession:
             self._remember(new, items, hashes)
             live[:] = new
 
-        await asyncio.to_thread(self._change, replace)
+        await asyncio.to_thread(self._change, replace, False)
 
     # -- conveniences ----------------------------------------------------------------------
     @property
@@ -318,12 +324,13 @@ class LedgerSession:
                 break
         return items[-limit:]
 
-    def _change(self, change: Callable[[TrackedList], _T]) -> _T:
+    def _change(self, change: Callable[[TrackedList], _T], again: bool = True) -> _T:
         """Apply ``change`` to the list as this session last saw it, in place, and commit the
         result at that version; if another writer committed since, the commit is refused, and
-        the list is read again and the change applied again. ``change`` changes the list only
-        once nothing it does can fail. A commit that fails for any other reason leaves the
-        list to be read again by the next call: it may hold what was not committed."""
+        the list is read again and the change applied again (``again``; else the refusal is
+        raised). ``change`` changes the list only once nothing it does can fail. A commit that
+        fails for any other reason leaves the list to be read again by the next call: it may
+        hold what was not committed."""
         with self._lock:
             for _ in range(_MAX_ATTEMPTS):
                 if self._version < 0:  # never read, or refused: the store is asked first
@@ -340,6 +347,8 @@ class LedgerSession:
                     )
                 except ConflictError:
                     self._version = -1
+                    if not again:
+                        raise
                     continue
                 except BaseException:
                     self._version = -1
