@@ -7,7 +7,9 @@ one message per item (``wire.responses``), so:
 
 - every item comes back as it went in, key for key: message, call and reasoning ids,
   ``call_id`` s, ``encrypted_content``, the model's argument strings, item kinds this code does
-  not know;
+  not know; but for keys starting with ``_`` at the top of an item or a content part, which
+  are the caller's private metadata: kept with the message (``ledger.messages``), never given
+  back, since the SDK would send them to the API (the converters' own such names are refused);
 - ``add_items`` goes through the ledger's incremental save: it writes only the new rows, and
   does no work per item already stored (the session keeps its list as a ``TrackedList``, so the
   save compares only what it added);

@@ -63,8 +63,8 @@ from agentledger.wire.private import (
     Occurrences,
     arguments_object,
     content_id,
-    is_private,
     keep_unknown,
+    private_keys,
     require_fits,
 )
 from agentledger.wire.tool_ids import ToolIds, restore_ids
@@ -252,7 +252,7 @@ def from_anthropic(
         if not isinstance(d, Mapping) or d.get("role") not in ("user", "assistant"):
             raise UserError(f"message {index} is not a user or assistant turn")
         metadata = keep_unknown(d, _TURN_KEYS, ANTHROPIC_EXTRA_KEY)
-        metadata.update((k, v) for k, v in d.items() if is_private(k))
+        metadata.update(private_keys(d, f"message {index}"))
         content = d.get("content")
         raw = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         try:

@@ -83,9 +83,9 @@ from agentledger.wire.private import (
     Occurrences,
     arguments_text,
     content_key,
-    is_private,
     keep_unknown,
     occurrence_id,
+    private_keys,
     require_fits,
 )
 from agentledger.wire.tool_ids import ToolIds, restore_ids
@@ -358,7 +358,7 @@ def _from_dict(
     d: Mapping[str, Any], index: int, names: dict[str, str], fallback_id: Callable[[], str]
 ) -> Msg:
     role = d.get("role")
-    metadata: dict[str, Any] = {k: v for k, v in d.items() if is_private(k)}
+    metadata = private_keys(d, f"message {index}")
     given = d.get("id")
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"message {index}: id must be a non-empty string, got {given!r}")

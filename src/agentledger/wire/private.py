@@ -54,6 +54,7 @@ __all__ = [
     "RAW_ARGUMENTS_KEY",
     "REASONING_SOURCE_KEY",
     "REFUSAL_KEY",
+    "RESERVED_KEYS",
     "SOURCE_ROLE_KEY",
     "Occurrences",
     "arguments_object",
@@ -68,6 +69,7 @@ __all__ = [
     "metadata_from_json",
     "occurrence_id",
     "parse_arguments",
+    "private_keys",
     "public_metadata",
     "require_fits",
     "strip_private",
@@ -99,24 +101,60 @@ _json_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
 _canonical = msgspec.json.Encoder(enc_hook=json_enc_hook, order="sorted")
 
 
+#: The private metadata keys the converters write themselves (``_raw_arguments`` is the
+#: codec's): read from a caller's dict, one would be taken for what a converter wrote (a
+#: ``_responses_item`` replaced the item it sat in, a ``_source_role`` its role), so no dict
+#: given to a converter may hold one.
+RESERVED_KEYS = frozenset(
+    (
+        SOURCE_ROLE_KEY,
+        PROVIDER_FILE_KEY,
+        OPENAI_EXTRA_KEY,
+        REASONING_SOURCE_KEY,
+        ANTHROPIC_EXTRA_KEY,
+        "_responses",
+        "_responses_item",
+        "_responses_field",
+        "_agui",
+        RAW_ARGUMENTS_KEY,
+        "_pydantic_ai",
+    )
+)
+
+
 def is_private(key: str) -> bool:
     """Whether a metadata key is private (starts with ``_``)."""
     return key.startswith("_")
+
+
+def private_keys(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The private keys of a caller's ``obj`` (a message, an item, a part), which a converter
+    keeps as the metadata of what it makes (never sent to a provider, not written back);
+    ``UserError`` for one of ``RESERVED_KEYS``."""
+    found = {k: v for k, v in obj.items() if type(k) is str and is_private(k)}
+    taken = sorted(RESERVED_KEYS.intersection(found))
+    if taken:
+        raise UserError(
+            f"{where}: {taken[0]!r} is a key agentledger's converters write themselves; a "
+            "private key of your own (starting with _) must be another"
+        )
+    return found
 
 
 def keep_unknown(
     obj: Mapping[str, Any], known: frozenset[str], key: str, metadata: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """``metadata`` (a new dict if None) with the keys of ``obj`` outside ``known`` under
-    ``key``, so a converter keeps what it does not map instead of dropping it.
-
-    Private keys are left out (converters put them in metadata themselves). The values are
-    frozen with the message, so one that JSON cannot hold is refused there, by path.
+    ``key``, so a converter keeps what it does not map instead of dropping it, and its private
+    keys as they are (``private_keys``: a message's converter has put them there already).
+    The values are frozen with the message, so one that JSON cannot hold is refused there, by
+    path.
     """
     out = {} if metadata is None else metadata
     unknown = {k: v for k, v in obj.items() if k not in known and not is_private(k)}
     if unknown:
         out[key] = unknown
+    out.update(private_keys(obj, "a content part, tool call or source"))
     return out
 
 

@@ -64,6 +64,7 @@ from agentledger.wire.private import (
     arguments_text,
     is_private,
     keep_unknown,
+    private_keys,
     require_fits,
 )
 from agentledger.wire.responses_parts import (
@@ -227,7 +228,7 @@ def from_item(
     if given is not None and (not isinstance(given, str) or not given):
         raise UserError(f"{where}: id must be a non-empty string, got {given!r}")
     msg_id = _own_id(item) or fallback_id()
-    metadata: dict[str, Any] = {k: v for k, v in item.items() if is_private(k)}
+    metadata = private_keys(item, where)
     try:
         if kind == _MESSAGE:
             role, content, known = _message(item, where, metadata)
@@ -325,7 +326,7 @@ def _opaque(item: Mapping[str, Any], fallback_id: Callable[[], str]) -> Msg:
     kind = str(item.get("type", _REFERENCE))
     public = {k: v for k, v in item.items() if not is_private(k)}
     msg_id = _own_id(item) or fallback_id()
-    metadata = {k: v for k, v in item.items() if is_private(k)}
+    metadata = private_keys(item, f"an item of type {kind!r}")
     metadata[RESPONSES_ITEM_KEY] = public
     role = "user" if kind.endswith("_output") or kind in _USER_SIDE else "assistant"
     return Msg(role, (), id=msg_id, metadata=metadata, created_at=None)  # type: ignore[arg-type]
