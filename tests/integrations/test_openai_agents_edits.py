@@ -268,6 +268,70 @@ async def test_an_edit_another_writer_overtook_is_refused_not_applied(
         assert (await other.get_items())[-1] == late
 
 
+def _foreign() -> list[Msg]:
+    """A history written by other code: messages that give several items each (another
+    provider's signed thinking, which no item shows; parallel calls; their results)."""
+    from agentledger import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+    calls = Msg.assistant(
+        [
+            ThinkingBlock(thinking="plan", signature="SIG"),
+            TextBlock(text="calling two tools"),
+            ToolUseBlock(id="c1", name="f", input={"a": 1}),
+            ToolUseBlock(id="c2", name="g", input={"b": 2}),
+        ],
+        id="turn-1",
+        metadata={"model": "claude-x"},
+    )
+    results = Msg.tool(
+        [
+            ToolResultBlock(id="c1", name="f", output="one"),
+            ToolResultBlock(id="c2", name="g", output="two", is_error=True),
+        ],
+        id="res-1",
+    )
+    return [Msg.user("hi", id="u1"), calls, results, Msg.assistant("done", id="a1")]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda items: items, id="unchanged"),
+        pytest.param(lambda items: [*items, {"role": "user", "content": "next"}], id="append"),
+        pytest.param(lambda items: items[1:], id="window"),
+        pytest.param(lambda items: [{"role": "user", "content": "first"}, *items], id="front"),
+        pytest.param(lambda items: [*items[:-1], {**items[-1], "id": "a2"}], id="last edited"),
+    ],
+)
+async def test_messages_other_code_wrote_are_kept_whole_where_their_items_are(edit: Any) -> None:
+    """set_items matched items one message each, so a message giving several was converted
+    again from them: an unchanged list was a new version, the thinking, the metadata, an
+    error flag and the ids lost. Such messages at either end of what changed are kept."""
+    with Ledger("memory://") as ledger:
+        original = _foreign()
+        ledger.save("s", original)
+        session = LedgerSession("s", ledger)
+        items = await session.get_items()
+        await session.set_items(edit(items))
+        stored = ledger.messages("s")
+        assert to_responses(stored) == edit(items)
+        for kept in original[1:3]:
+            assert kept in stored  # the same message: thinking, metadata, ids, flags
+        assert ledger.version("s") == (1 if edit(items) == items else 2)
+
+
+async def test_popping_a_call_of_a_message_with_several_keeps_the_rest_of_it() -> None:
+    with Ledger("memory://") as ledger:
+        original = _foreign()
+        ledger.save("s", original[:2])
+        popped = await LedgerSession("s", ledger).pop_item()
+        assert popped is not None and popped["call_id"] == "c2"
+        (_, rest) = ledger.messages("s")
+        calls = original[1]
+        assert rest.id == calls.id and rest.metadata == calls.metadata
+        assert rest.content == calls.content[:3]  # the thinking and the first call kept
+
+
 async def test_an_edited_item_without_an_id_keeps_its_id_after_a_shift() -> None:
     """An output shortened in the same call that drops the oldest turn is a new version of the
     same message: one row replaced, its id kept."""

@@ -226,11 +226,24 @@ class LedgerSession:
             old = live.copy()
             hashes = [_item_hash(item) for item in items]
             keys = [_key(h, tool) for h, tool in zip(hashes, answered_tools(items), strict=True)]
-            held = _HeldItems(old, [_key(self._hash_of(m), _answered(m)) for m in old], keys)
-            new = from_responses(items, known=lambda i, _: held.take(i, keys[i]))
+            # the messages at each end whose items are given again as they were, kept whole:
+            # one that gives several items (written by other code) too, which converting its
+            # items again would lose part of (another provider's thinking, its metadata)
+            (head, first), (tail, last) = _unchanged_ends([self._span(m) for m in old], keys)
+            middle, mid_keys = items[first:last], keys[first:last]
+            held_mid = old[head : len(old) - tail]
+            held = _HeldItems(
+                held_mid, [_key(self._hash_of(m), _answered(m)) for m in held_mid], mid_keys
+            )
+            new = from_responses(
+                middle,
+                start=first,
+                names=_call_names(items[:first]),
+                known=lambda i, _: held.take(i - first, mid_keys[i - first]),
+            )
             held.lend_ids(new)
-            self._remember(new, items, hashes)
-            live[:] = new
+            self._remember(new, middle, hashes[first:last])
+            live[:] = [*old[:head], *new, *old[len(old) - tail :]]
 
         await asyncio.to_thread(self._change, replace, False)
 
@@ -294,6 +307,20 @@ class LedgerSession:
             self._shared.keep_hash(digest, known)
         self._hashes[digest] = known
         return known
+
+    def _span(self, msg: Msg) -> tuple[_Key, ...] | None:
+        """The keys of the items ``msg`` gives (``_Key``), or None when one has none (an item
+        JSON would not give back; a message no item can say)."""
+        known = self._hash_of(msg)
+        if known is not None:
+            return (_key(known, _answered(msg)),)  # type: ignore[return-value]
+        try:
+            items = self._items_of(msg)
+        except UserError:
+            return None
+        named = {r.id: r.name for r in msg.tool_results}  # what its outputs are named after
+        keys = [_key(_item_hash(i), t) for i, t in zip(items, answered_tools(items, named))]
+        return None if None in keys else tuple(keys)  # type: ignore[arg-type]
 
     def _items_of(self, msg: Msg) -> list[dict[str, Any]]:
         """The items ``msg`` gives, as new dicts: converted the first time, decoded from the
@@ -454,6 +481,40 @@ class _HeldItems:
                 cursor += 1
 
 
+def _unchanged_ends(
+    spans: list[tuple[_Key, ...] | None], keys: list[_Key | None]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """How many held messages, and the items they give (``spans``), are given again as they
+    were (``keys``) at the head, and how many at the tail, without overlapping: as
+    ``(messages, end of their items)`` for the head and ``(messages, start of their items)``
+    for the tail."""
+    head = first = 0
+    while head < len(spans):
+        span = spans[head]
+        if span is None or tuple(keys[first : first + len(span)]) != span:
+            break
+        head, first = head + 1, first + len(span)
+    tail, last = 0, len(keys)
+    while head + tail < len(spans):
+        span = spans[len(spans) - 1 - tail]
+        if span is None or last - len(span) < first or tuple(keys[last - len(span) : last]) != span:
+            break
+        tail, last = tail + 1, last - len(span)
+    return (head, first), (tail, last)
+
+
+def _call_names(items: list[Any]) -> dict[str, str]:
+    """The tools the function calls among ``items`` name, by call id (as ``from_responses``
+    names the outputs that answer them)."""
+    names: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, Mapping) and item.get("type") == "function_call":
+            call_id = item.get("call_id")
+            if isinstance(call_id, str):
+                names[call_id] = str(item.get("name") or "")
+    return names
+
+
 def _same(key: _Key | None, held: _Key | None) -> bool:
     return key is not None and key == held
 
@@ -523,9 +584,21 @@ def _pop(msgs: TrackedList) -> dict[str, Any] | None:
     while end:
         items = to_responses([msgs[end - 1]])
         if items:
-            rest = from_responses(items[:-1]) if len(items) > 1 else []
+            rest = _without_last_item(msgs[end - 1], items) if len(items) > 1 else []
             msgs[end - 1 :] = rest
             return items[-1]
         end -= 1
     msgs.clear()
     return None
+
+
+def _without_last_item(msg: Msg, items: list[dict[str, Any]]) -> list[Msg]:
+    """``msg`` (which gives ``items``) without what gives its last item: the same message
+    less the block that gives it (its id, metadata and every other block kept, thinking the
+    items do not show included), found by trying each block from the end; else the messages
+    of the other items (a message whose blocks do not map one by one to its items)."""
+    for at in range(len(msg.content) - 1, -1, -1):
+        rest = msg.replace(content=[*msg.content[:at], *msg.content[at + 1 :]])
+        if rest.content and to_responses([rest]) == items[:-1]:
+            return [rest]
+    return from_responses(items[:-1])
