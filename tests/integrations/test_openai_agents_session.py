@@ -510,3 +510,27 @@ async def test_set_items_across_a_tool_call(warm: bool) -> None:
         assert ledger.history("t")[-1].version == last.version
         await fresh.set_items(edited[:2])  # shorter: a truncation, items still exact
         assert await LedgerSession("t", ledger).get_items() == edited[:2]
+
+
+@pytest.mark.parametrize(("limit", "said"), [(1.5, "float"), (2.0, "float"), ("2", "str")])
+async def test_a_limit_that_is_not_an_int_is_a_user_error(limit: Any, said: str) -> None:
+    session = LedgerSession("s", Ledger("memory://"))
+    with pytest.raises(UserError, match=f"limit must be an int or None, got {said}"):
+        await session.get_items(limit)
+
+
+async def test_a_negative_limit_is_no_limit_as_for_the_sdks_session(tmp_path: Path) -> None:
+    from agents.memory import SQLiteSession
+
+    items = [{"role": "user", "content": f"m{i}"} for i in range(3)]
+    ours, theirs = LedgerSession("s", Ledger("memory://")), SQLiteSession("s", str(tmp_path / "a"))
+    for session in (ours, theirs):
+        await session.add_items(items)
+    for limit in (-1, -5, 0, 1, 2, 5, None):
+        assert await ours.get_items(limit) == await theirs.get_items(limit), limit
+
+
+@pytest.mark.parametrize("ledger", [123, b"sqlite:///x.db", object()])
+def test_a_ledger_argument_that_is_no_ledger_is_refused(ledger: Any) -> None:
+    with pytest.raises(UserError, match="ledger must be a Ledger, an AsyncLedger or a store URL"):
+        LedgerSession("s", ledger)

@@ -250,3 +250,11 @@ def test_a_message_changed_in_place_is_saved_whatever_was_seen_before() -> None:
         assert (report.appended, report.replaced, report.truncated) == (0, 1, 0)
         assert as_json(LedgerHistory(Ledger(ledger.store), "s").load()) == as_json(current)
     assert history.save(loaded).noop
+
+
+@pytest.mark.parametrize("ledger", ["sqlite:///x.db", None, 5])
+def test_a_history_needs_a_ledger(ledger: object) -> None:
+    from agentledger.errors import UserError
+
+    with pytest.raises(UserError, match="LedgerHistory takes a Ledger or an AsyncLedger"):
+        LedgerHistory(ledger, "s")  # type: ignore[arg-type]

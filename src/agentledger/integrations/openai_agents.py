@@ -153,6 +153,11 @@ class LedgerSession:
         session_settings: Any = None,
     ) -> None:
         memory = require("agents.memory.session_settings", "openai-agents")
+        if ledger is not None and not isinstance(ledger, (Ledger, AsyncLedger, str)):
+            raise UserError(
+                "ledger must be a Ledger, an AsyncLedger or a store URL, "
+                f"got {type(ledger).__name__}"
+            )
         self._owns_ledger = not isinstance(ledger, (Ledger, AsyncLedger))
         if isinstance(ledger, AsyncLedger):
             ledger = ledger.sync
@@ -176,7 +181,10 @@ class LedgerSession:
 
     # -- the Session protocol --------------------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The session's items, oldest first; with ``limit``, only the latest ``limit``."""
+        """The session's items, oldest first; with ``limit``, only the latest ``limit`` (a
+        negative one is no limit, as for the SDK's ``SQLiteSession``)."""
+        if limit is not None and not isinstance(limit, int):
+            raise UserError(f"get_items: limit must be an int or None, got {type(limit).__name__}")
         limit = self._resolve_limit(limit, self.session_settings)
         return await asyncio.to_thread(self._locked, lambda: self._tail(limit))
 
@@ -342,7 +350,7 @@ class LedgerSession:
         return items
 
     def _tail(self, limit: int | None) -> list[dict[str, Any]]:
-        if limit is None:
+        if limit is None or limit < 0:
             return [item for msg in self._msgs for item in self._items_of(msg)]
         if limit <= 0:
             return []

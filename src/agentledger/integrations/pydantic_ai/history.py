@@ -88,6 +88,11 @@ class LedgerHistory:
         tenant: str | None = None,
         name: str = CONTEXT,
     ) -> None:
+        if not isinstance(ledger, (Ledger, AsyncLedger)):
+            raise UserError(
+                "LedgerHistory takes a Ledger or an AsyncLedger (Ledger(url) opens one), "
+                f"got {type(ledger).__name__}"
+            )
         self.ledger = ledger.sync if isinstance(ledger, AsyncLedger) else ledger
         self.session = session
         self.tenant = tenant
