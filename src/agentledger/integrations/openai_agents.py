@@ -30,7 +30,8 @@ one message per item (``wire.responses``), so:
   the version it read and re-applied to a newer one if another writer committed first.
 
 Every call runs in a worker thread, so the event loop never waits on the store; a call whose
-caller is cancelled still finishes its commit, and the session's view follows it.
+caller is cancelled once its work started in the thread still finishes its commit, and the
+session's view follows it (one cancelled while it waited for a thread does nothing).
 """
 
 from __future__ import annotations
