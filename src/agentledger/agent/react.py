@@ -30,7 +30,7 @@ import asyncio
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
@@ -143,11 +143,7 @@ def _as_input(value: AgentInput) -> list[Msg]:
         return [Msg.user(value)]
     if isinstance(value, Msg):
         return [value]
-    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
-        raise UserError(
-            f"agent input must be a string, a Msg or a list of Msg, got {type(value).__name__}"
-        )
-    return message_list(value, "agent input")
+    return message_list(value, "agent input (a string, a Msg or a list of Msg)")
 
 
 def _history_target(model: Any) -> Target:

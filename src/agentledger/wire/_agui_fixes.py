@@ -25,11 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentledger.messages.values import thaw
+from agentledger.wire.private import AGUI_FIX_KEY as FIX_KEY
 
 __all__ = ["FIX_KEY", "apply_fix", "make_fix"]
-
-FIX_KEY = "_agui"
-"""Private metadata key holding a fix (private: never sent to a provider, never written out)."""
 
 
 def digest(value: Any) -> str:

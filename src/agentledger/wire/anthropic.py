@@ -251,8 +251,8 @@ def from_anthropic(
     for index, d in enumerate(messages):
         if not isinstance(d, Mapping) or d.get("role") not in ("user", "assistant"):
             raise UserError(f"message {index} is not a user or assistant turn")
-        metadata = keep_unknown(d, _TURN_KEYS, ANTHROPIC_EXTRA_KEY)
-        metadata.update(private_keys(d, f"message {index}"))
+        metadata = private_keys(d, f"message {index}")
+        keep_unknown(d, _TURN_KEYS, ANTHROPIC_EXTRA_KEY, metadata)
         content = d.get("content")
         raw = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         try:

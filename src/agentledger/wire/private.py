@@ -97,6 +97,24 @@ from the answer text and written back as ``refusal``."""
 ANTHROPIC_EXTRA_KEY = "_anthropic"
 """The same for Anthropic Messages objects (``cache_control``, ``citations`` ...)."""
 
+RESPONSES_EXTRA_KEY = "_responses"
+"""Private metadata key (of a ``Msg`` or a block) holding the keys of a Responses item or part
+that have no field here, verbatim; unlike ``_openai`` they are written back to Responses."""
+
+RESPONSES_ITEM_KEY = "_responses_item"
+"""``Msg.metadata`` key holding a Responses item of a kind not mapped to blocks, verbatim."""
+
+RESPONSES_FIELD_KEY = "_responses_field"
+"""``ThinkingBlock.metadata`` key naming the field of a reasoning item a part was read from,
+when its type does not say it."""
+
+AGUI_FIX_KEY = "_agui"
+"""Private metadata key holding an AG-UI fix (never sent to a provider, never written out)."""
+
+PYDANTIC_AI_KEY = "_pydantic_ai"
+"""Private ``Msg.metadata`` key holding, as JSON text, what the blocks of a pydantic-ai message
+do not carry."""
+
 _json_encoder = msgspec.json.Encoder(enc_hook=json_enc_hook)
 _canonical = msgspec.json.Encoder(enc_hook=json_enc_hook, order="sorted")
 
@@ -112,12 +130,12 @@ RESERVED_KEYS = frozenset(
         OPENAI_EXTRA_KEY,
         REASONING_SOURCE_KEY,
         ANTHROPIC_EXTRA_KEY,
-        "_responses",
-        "_responses_item",
-        "_responses_field",
-        "_agui",
+        RESPONSES_EXTRA_KEY,
+        RESPONSES_ITEM_KEY,
+        RESPONSES_FIELD_KEY,
+        AGUI_FIX_KEY,
         RAW_ARGUMENTS_KEY,
-        "_pydantic_ai",
+        PYDANTIC_AI_KEY,
     )
 )
 
@@ -144,17 +162,16 @@ def private_keys(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
 def keep_unknown(
     obj: Mapping[str, Any], known: frozenset[str], key: str, metadata: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """``metadata`` (a new dict if None) with the keys of ``obj`` outside ``known`` under
-    ``key``, so a converter keeps what it does not map instead of dropping it, and its private
-    keys as they are (``private_keys``: a message's converter has put them there already).
-    The values are frozen with the message, so one that JSON cannot hold is refused there, by
-    path.
+    """``metadata`` with the keys of ``obj`` outside ``known`` under ``key``, so a converter
+    keeps what it does not map instead of dropping it. Without ``metadata`` (a part, a tool
+    call, a source), a new dict that also holds ``obj``'s private keys (``private_keys``); a
+    message's converter passes its ``metadata`` with them in it already. The values are frozen
+    with the message, so one that JSON cannot hold is refused there, by path.
     """
-    out = {} if metadata is None else metadata
+    out = private_keys(obj, "a content part, tool call or source") if metadata is None else metadata
     unknown = {k: v for k, v in obj.items() if k not in known and not is_private(k)}
     if unknown:
         out[key] = unknown
-    out.update(private_keys(obj, "a content part, tool call or source"))
     return out
 
 

@@ -59,6 +59,8 @@ from agentledger.messages.values import thaw
 from agentledger.wire.media import media_note
 from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
+    RESPONSES_FIELD_KEY,
+    RESPONSES_ITEM_KEY,
     SOURCE_ROLE_KEY,
     Occurrences,
     arguments_text,
@@ -86,8 +88,6 @@ __all__ = [
     "to_responses",
 ]
 
-RESPONSES_ITEM_KEY = "_responses_item"
-"""``Msg.metadata`` key holding a Responses item of a kind not mapped to blocks, verbatim."""
 #: How the ids an item without one is given begin (``ids="derived"``, ``from_live_items``).
 RESPONSES_ID_PREFIX = "rsp-"
 
@@ -105,7 +105,6 @@ _PART_TYPES = frozenset(("input_text", "input_image", "input_file", "output_text
 _PART_TYPES_OF = {"summary": "summary_text", "content": "reasoning_text"}
 #: Private key of a thinking block read from a reasoning part whose type is not its field's
 #: (none, another, a newer kind): the field it was read from, where it is written back.
-_PART_FIELD_KEY = "_responses_field"
 _USER_SIDE = frozenset(("mcp_approval_response", "item_reference", "compaction_trigger"))
 
 
@@ -317,7 +316,7 @@ def _reasoning(item: Mapping[str, Any], where: str) -> list[Block]:
                 raise UserError(f"{where}: a reasoning {field} part needs a string text")
             meta = keep_unknown(part, frozenset(("text",)), RESPONSES_EXTRA_KEY)
             if part.get("type") != _PART_TYPES_OF[field]:  # its type does not say where it goes
-                meta[_PART_FIELD_KEY] = field
+                meta[RESPONSES_FIELD_KEY] = field
             blocks.append(ThinkingBlock(thinking=part["text"], metadata=meta))
     return blocks
 
@@ -399,7 +398,7 @@ def _field(block: ThinkingBlock) -> str:
     """The field of a reasoning item a thinking block is written in: the one its part was read
     from where that was recorded, else the one its part's type belongs in (``summary`` for a
     block from another format)."""
-    recorded = block.metadata.get(_PART_FIELD_KEY)
+    recorded = block.metadata.get(RESPONSES_FIELD_KEY)
     if recorded in _PART_TYPES_OF:
         return str(recorded)
     extras = extras_of(block.metadata) or {}
@@ -408,7 +407,7 @@ def _field(block: ThinkingBlock) -> str:
 
 def _thinking_part(block: ThinkingBlock) -> dict[str, Any]:
     extras = extras_of(block.metadata) or {}
-    if block.metadata.get(_PART_FIELD_KEY) in _PART_TYPES_OF:
+    if block.metadata.get(RESPONSES_FIELD_KEY) in _PART_TYPES_OF:
         return {**extras, "text": block.thinking}  # as read: its own type, or none
     return {"type": _PART_TYPES_OF[_field(block)], **extras, "text": block.thinking}
 

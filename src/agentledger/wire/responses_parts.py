@@ -27,13 +27,10 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.values import thaw
 from agentledger.wire.media import b64decode, data_url, default_filename, media_note, parse_data_url
-from agentledger.wire.private import PROVIDER_FILE_KEY, keep_unknown
+from agentledger.wire.private import PROVIDER_FILE_KEY, RESPONSES_EXTRA_KEY, keep_unknown
 
 __all__ = ["RESPONSES_EXTRA_KEY", "block_part", "extras_of", "part_block"]
 
-RESPONSES_EXTRA_KEY = "_responses"
-"""Private metadata key (of a ``Msg`` or a block) holding the keys of a Responses item or part
-that have no field here, verbatim; unlike ``_openai`` they are written back to Responses."""
 
 _REFUSAL = "refusal"
 _PAYLOAD_KEYS = {

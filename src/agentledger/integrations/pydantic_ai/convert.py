@@ -39,14 +39,13 @@ from agentledger.integrations.pydantic_ai._cache import Conversions
 from agentledger.integrations.pydantic_ai._foreign import foreign_skeleton
 from agentledger.integrations.pydantic_ai._parts import fill_part, part_role, split_part
 from agentledger.messages import Block, Msg, Usage, checks
+from agentledger.wire.private import PYDANTIC_AI_KEY as METADATA_KEY
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = ["METADATA_KEY", "from_msgs", "json_of", "to_msgs"]
 
-METADATA_KEY = "_pydantic_ai"
-"""Private ``Msg.metadata`` key holding, as JSON text, what the blocks do not carry."""
 
 #: ``RequestUsage`` fields that ``Usage`` holds natively, by their ``Usage`` name.
 _USAGE_FIELDS = {
