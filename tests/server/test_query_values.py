@@ -28,6 +28,17 @@ async def test_an_odd_number_in_the_query_is_a_readable_422(client: Any, value: 
         assert name in response.json()["error"]["message"]
 
 
+async def test_a_page_of_no_threads_is_refused_not_an_empty_last_page(client: Any) -> None:
+    """``limit=0`` gave an empty page with no ``next``: a client paging through the threads
+    read it as the end of a list that has threads."""
+    await run(client, "t", [user("u0", "hi")])
+    response = await client.get("/threads", params={"limit": "0"})
+    assert response.status_code == 422, response.text
+    assert "limit" in response.json()["error"]["message"]
+    page = (await client.get("/threads", params={"limit": "1"})).json()
+    assert [t["threadId"] for t in page["threads"]] == ["t"]
+
+
 @pytest.mark.parametrize("version", ["0", "3", "1" * 18])
 async def test_a_version_the_thread_never_had_is_a_404(client: Any, version: str) -> None:
     await run(client, "t", [user("u0", "hi")])

@@ -143,7 +143,7 @@ def create_app(
 
     @guarded
     async def threads(request: Any, tenant: str) -> Any:
-        limit, after = _int(request, "limit"), request.query_params.get("after")
+        limit, after = _int(request, "limit", least=1), request.query_params.get("after")
         more = None if limit is None else limit + 1  # one more says whether a next page exists
         infos = await served.ledger.list_sessions(tenant=tenant, limit=more, after=after)
         out: dict[str, Any] = {
@@ -158,7 +158,7 @@ def create_app(
                 for i in infos[:limit]
             ]
         }
-        if limit and len(infos) > limit:
+        if limit is not None and len(infos) > limit:
             out["next"] = infos[limit - 1].cursor
         return out
 
@@ -198,13 +198,16 @@ def create_app(
 _MAX_DIGITS = 18  # any such number fits every backend's 64-bit integer
 
 
-def _int(request: Any, name: str) -> int | None:
-    """A query value as a non-negative integer: ASCII digits only (``str.isdigit`` also takes
-    ``²`` and other scripts' digits, which ``int`` refuses) and at most 18 of them."""
+def _int(request: Any, name: str, *, least: int = 0) -> int | None:
+    """A query value as an integer of at least ``least``: ASCII digits only (``str.isdigit``
+    also takes ``²`` and other scripts' digits, which ``int`` refuses) and at most 18 of them.
+
+    A page of ``limit=0`` would be empty with no ``next``, which a client paging through the
+    threads reads as the end of the list: refused like any other value out of range."""
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > _MAX_DIGITS:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > _MAX_DIGITS or int(raw) < least:
         shown = raw if len(raw) <= 40 else raw[:40] + "..."
-        raise UserError(f"{name} must be a non-negative integer below 10**18, got {shown!r}")
+        raise UserError(f"{name} must be an integer from {least} to below 10**18, got {shown!r}")
     return int(raw)
