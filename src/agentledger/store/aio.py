@@ -9,11 +9,12 @@ happen on the loop).
 from __future__ import annotations
 
 import asyncio
-import functools
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
+from agentledger._shield import shield_to_end, wait_done
 from agentledger.errors import SessionBusyError, UserError
 from agentledger.messages import Msg
 from agentledger.store.base import SearchHit, SessionInfo, Store, VersionInfo, check_wait
@@ -223,8 +224,16 @@ class AsyncLedger:
         ``asyncio.sleep``), never inside a worker thread: runs queued on one busy thread would
         otherwise fill the default executor and starve the holder's own loads and saves, so
         every waiter ran into its deadline (HTTP 409) while the run it waited for stood still.
-        A task cancelled while a try runs does not leak the lease that try may still take, nor
-        does one cancelled while the lease is given back.
+
+        A task that has ended holds nothing, so whoever awaited it may take the lease at once
+        (``wait=0``). Cancelled while a try runs in its thread, the task waits for that try to
+        end and gives back what it took before its ``CancelledError`` goes on: the cost is that
+        the cancellation is delayed by at most one try, which never waits for a busy lease (on
+        PostgreSQL one round trip, plus opening the lease connection on a store's first lease);
+        a try still queued for a worker is called off instead. Cancelled while it gives the
+        lease back, the task waits for that too. A cancellation received meanwhile is kept
+        (``Task.cancelling`` counts it): ``asyncio.timeout`` still raises ``TimeoutError`` and
+        a task cancelled twice still ends cancelled.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + check_wait(wait)
@@ -243,31 +252,67 @@ class AsyncLedger:
         try:
             yield
         finally:
-            # shielded: a caller cancelled while the release waits for a worker thread still
-            # gives the lease back (unshielded, the queued release was dropped, and the session
-            # stayed busy for as long as the cancellation's traceback kept the manager alive)
-            await asyncio.shield(asyncio.to_thread(manager.__exit__, None, None, None))
+            # to its end, however often the task is cancelled meanwhile: merely shielded, the
+            # task ended while the release still waited for its thread, and a caller retrying
+            # at once found the session busy
+            await shield_to_end(asyncio.to_thread(manager.__exit__, None, None, None))
 
 
 async def _enter_in_thread(manager: AbstractContextManager[None]) -> None:
-    """``manager.__enter__()`` in a worker thread, given back if the caller stops waiting.
+    """``manager.__enter__()`` in a worker thread; a cancelled caller ends holding nothing.
 
     Cancelling the awaiting task cannot stop the thread: it may still take the lease after the
-    task has gone, and nothing but the garbage collector, if it ever closed the context manager,
-    would release it: the session stayed busy (every later run a ``SessionBusyError``, HTTP
-    409) for as long as an error's traceback kept the manager alive. So the try is shielded, and
-    a cancelled caller leaves a callback that releases whatever the try took when it ends.
+    task has gone. Left to a callback, the lease was given back a few milliseconds after the
+    task ended, and a caller retrying at once got ``SessionBusyError`` (HTTP 409) for a session
+    nobody held. So a cancelled caller calls off a try still queued for a worker, waits for one
+    under way (which gives back what it takes itself), or gives back what the try took, and
+    only then lets the cancellation go on.
     """
-    trying = asyncio.ensure_future(asyncio.to_thread(manager.__enter__))
+    attempt = _Attempt(manager)
+    trying = asyncio.ensure_future(asyncio.to_thread(attempt))
     try:
         await asyncio.shield(trying)
     except asyncio.CancelledError:
-        trying.add_done_callback(functools.partial(_give_back, manager))
+        left = attempt.abandon()
+        if left == _TAKEN:
+            await shield_to_end(asyncio.to_thread(manager.__exit__, None, None, None))
+        elif left == _QUEUED:
+            trying.cancel()  # it never starts; if a worker has it already, it does nothing
+        else:
+            await wait_done(trying)
+            if not trying.cancelled():
+                trying.exception()  # read: a try nobody waits for fails quietly (busy, mostly)
         raise
 
 
-def _give_back(manager: AbstractContextManager[None], trying: asyncio.Future[None]) -> None:
-    """Release the lease ``trying`` took, if it took it (for a cancelled ``_enter_in_thread``)."""
-    if trying.cancelled() or trying.exception() is not None:  # reads the error: none is logged
-        return
-    asyncio.get_running_loop().run_in_executor(None, manager.__exit__, None, None, None)
+_QUEUED, _TRYING, _TAKEN, _ABANDONED = "queued", "trying", "taken", "abandoned"
+
+
+class _Attempt:
+    """One ``manager.__enter__()`` to run in a worker thread, which its caller may abandon:
+    a try abandoned before it starts never starts, and one abandoned while it runs gives back,
+    in its thread, what it took. ``abandon`` says which it was, or that the lease is taken."""
+
+    def __init__(self, manager: AbstractContextManager[None]) -> None:
+        self._manager = manager
+        self._state = _QUEUED
+        self._guard = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._guard:
+            if self._state == _ABANDONED:
+                return
+            self._state = _TRYING
+        self._manager.__enter__()
+        with self._guard:
+            if self._state == _TRYING:
+                self._state = _TAKEN
+                return
+        self._manager.__exit__(None, None, None)  # abandoned while it tried
+
+    def abandon(self) -> str:
+        """The state the caller left the try in: ``_QUEUED`` (it will not start), ``_TRYING``
+        (it gives back what it takes) or ``_TAKEN`` (the caller's to give back)."""
+        with self._guard:
+            left, self._state = self._state, _ABANDONED
+        return left
