@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -19,7 +20,7 @@ from agentledger.agent.interrupts import PartialReasoningPolicy, UnexecutedCallP
 from agentledger.agent.react import ReActAgent
 from agentledger.agent.tools import tool
 from agentledger.errors import ModelError, SessionBusyError, UserError
-from agentledger.store import MemoryStore
+from agentledger.store import Ledger, MemoryStore
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing.scripted import ScriptedModel
 from agentledger.wire import check
@@ -183,6 +184,52 @@ async def test_cancelling_the_task_is_a_user_interrupt(ledger: AsyncLedger) -> N
     history = await stored(ledger)
     assert [m.role for m in history] == ["user", "assistant"] and history[1].tool_calls == ()
     check(history, target="strict")
+
+
+class _HeldSaves(Ledger):
+    """A ledger whose saves, once ``hold`` is set, wait in their thread for ``go``;
+    ``saving`` is set when one waits and ``running`` counts the saves under way."""
+
+    def __init__(self) -> None:
+        super().__init__("memory://")
+        self.hold, self.saving, self.go = False, threading.Event(), threading.Event()
+        self.running = 0
+
+    def save_state(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.running += 1
+        try:
+            if self.hold:
+                self.saving.set()
+                assert self.go.wait(10)
+            return super().save_state(*args, **kwargs)
+        finally:
+            self.running -= 1
+
+
+async def test_a_run_cancelled_again_while_its_last_save_waits_ends_after_that_save() -> None:
+    """Cancelled in the model's stream, the run saves what a user interrupt keeps; cancelled
+    again and again while that save waits in its thread (as a cancel scope delivers), it used
+    to end at once: its lease went to the next run while the save still wrote the session."""
+    held = _HeldSaves()
+    ledger = AsyncLedger(held)
+    agent, model = make_agent(ledger, [Msg.assistant("a long answer")], pause_after=TextDelta)
+    task = asyncio.create_task(agent.run("go", "s"))
+    await asyncio.wait_for(model.reached.wait(), 5)
+    held.hold = True
+    task.cancel()
+    await asyncio.to_thread(held.saving.wait, 10)
+    for _ in range(5):
+        task.cancel()
+        await asyncio.sleep(0)
+    assert not task.done()  # it waits for its save
+    held.go.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert held.running == 0
+    async with ledger.lease("s", wait=0):
+        history = await stored(ledger)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[1].text.startswith("a")
 
 
 async def test_interrupt_while_a_tool_runs_answers_the_call(ledger: AsyncLedger) -> None:

@@ -4,7 +4,9 @@ One run, in order: take the session's run lease, load the state, set ``ctx.state
 ``on_state_loaded(ctx, msgs)``, resolve tool calls a crash left unanswered (``lifecycle``), append
 the input and **save**; then loop: stream from the model, check for an interrupt, **save** the
 answer, run its tool calls and **save** each result as it lands. A final save runs in ``finally``
-on every exit path: success, model error, interrupt, cancellation, max iterations.
+on every exit path: success, model error, interrupt, cancellation, max iterations; the run ends
+(and gives back its lease) only once that save is done, however often its task is cancelled
+meanwhile, so no save of a run that has ended can land on the next run's session.
 
 The answer is persisted under the id announced by ``ResponseStarted`` before the model streams,
 so a client shown the stream finds the same id in the store. Calls to the run's client tools are
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
 
+from agentledger._shield import shield_to_end
 from agentledger.agent.call_ids import CallIds
 from agentledger.agent.context import (
     AgentEvent,
@@ -372,15 +375,18 @@ class ReActAgent:
                 yield event
         except _Interrupted as stop:
             yield await self._finish_interrupt(run, stop.source)
+        # the last saves run to their end even if the task is cancelled again meanwhile (as a
+        # cancel scope does): merely shielded, the run ended, and gave its lease to the next
+        # one, while its save still wrote the session
         except asyncio.CancelledError:
-            await asyncio.shield(self._persist_interrupt(run, "user"))
+            await shield_to_end(self._persist_interrupt(run, "user"))
             raise
         except AgentLedgerError as exc:
-            await asyncio.shield(self._final_save(run))
+            await shield_to_end(self._final_save(run))
             yield RunError(str(exc), type(exc).__name__, run.version)
             raise
         finally:
-            await asyncio.shield(self._final_save(run))
+            await shield_to_end(self._final_save(run))
 
     async def _loop(self, run: _Run) -> AsyncIterator[AgentEvent]:
         for _ in range(self.max_iters):
