@@ -3,7 +3,8 @@
 ``start_run`` does everything that can refuse a run before a byte of the response is sent: it
 takes the thread's run lease, loads and merges (the agent does both, calling the merge hook) and
 waits for the agent's ``RunStarted``. A busy thread, a bad input or an unreachable store
-therefore become HTTP errors, not a stream that fails.
+therefore become HTTP errors, not a stream that fails. A request cancelled before then cancels
+its run too, and ends once the run has let go of the thread.
 
 The agent runs in a task of its own, feeding a queue the response reads. A client that goes away
 only stops the reading: the run is interrupted as a *user* interrupt (what was streamed is kept,
@@ -26,6 +27,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from agentledger._shield import wait_done
 from agentledger.agent.context import (
     RunError,
     RunFinished,
@@ -127,7 +129,15 @@ class ServerRun:
         task = asyncio.create_task(self._pump())
         _tasks.add(task)
         task.add_done_callback(_tasks.discard)
-        item = await self.queue.get()
+        try:
+            item = await self.queue.get()
+        except asyncio.CancelledError:
+            # the request went before the run started: so does the run (left going, it took
+            # the thread when its wait ended and ran with no one to answer), and the request
+            # ends only once the run has let go of the thread's lease
+            task.cancel()
+            await wait_done(task)
+            raise
         if isinstance(item, _Failed):
             await self.queue.get()  # _DONE: the agent has let go of the lease
             raise item.error
