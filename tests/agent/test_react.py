@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from contextlib import aclosing, contextmanager
 
 import pytest
 
@@ -230,6 +231,42 @@ async def test_a_run_cancelled_again_while_its_last_save_waits_ends_after_that_s
         history = await stored(ledger)
     assert [m.role for m in history] == ["user", "assistant"]
     assert history[1].text.startswith("a")
+
+
+class _Logged(Ledger):
+    """A ledger that logs its saves and its leases' takes and releases, in order."""
+
+    def __init__(self) -> None:
+        super().__init__("memory://")
+        self.log: list[str] = []
+
+    def save_state(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.log.append("save")
+        return super().save_state(*args, **kwargs)
+
+    @contextmanager
+    def lease(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        with super().lease(*args, **kwargs):
+            self.log.append("take")
+            try:
+                yield
+            finally:
+                self.log.append("give back")
+
+
+async def test_a_stream_closed_early_saves_before_it_gives_the_lease_back() -> None:
+    """Closed at its first committed message, the stream gave the lease back and only then
+    (its inner generator left to the garbage collector) made the run's final save."""
+    logged = _Logged()
+    agent, _ = make_agent(AsyncLedger(logged), [Msg.assistant("an answer")])
+    async with aclosing(agent.stream("go", "s")) as events:
+        async for event in events:
+            if isinstance(event, MessageCommitted):
+                break
+    while len(asyncio.all_tasks()) > 1:  # whatever the stream left to finish, finished
+        await asyncio.sleep(0)
+    assert logged.log[0] == "take" and logged.log[-1] == "give back"
+    assert logged.log.count("give back") == 1
 
 
 async def test_interrupt_while_a_tool_runs_answers_the_call(ledger: AsyncLedger) -> None:

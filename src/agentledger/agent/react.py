@@ -33,6 +33,7 @@ import inspect
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
@@ -290,6 +291,12 @@ class ReActAgent:
     ) -> AsyncIterator[AgentEvent]:
         """Run and yield events as they happen (see ``context`` for the event types).
 
+        The run holds the session's lease until the generator ends. A consumer that may stop
+        early (``break``, or an error in its loop body) should close it, e.g. with
+        ``async with contextlib.aclosing(agent.stream(...)) as events``: left to the garbage
+        collector, the run ends (saves and gives its lease back) only some time after the
+        consumer has gone on, and a retry at once finds the session busy.
+
         ``_input_from_hook`` (the AG-UI server's runs): the run has input, which the
         ``on_state_loaded`` hook puts in the list it is given; as for any input, a hook that
         leaves the list empty ends the run without calling the model."""
@@ -301,8 +308,12 @@ class ReActAgent:
             self._runs[key] = run
             try:
                 had_input = bool(msgs) or _input_from_hook
-                async for event in self._lifecycle(run, msgs, had_input, _recover_only):
-                    yield event
+                # closed here, not by the garbage collector: a consumer that closes the stream
+                # early gets the run's final save done before the lease is given back
+                lifecycle = self._lifecycle(run, msgs, had_input, _recover_only)
+                async with aclosing(lifecycle) as events:
+                    async for event in events:
+                        yield event
             finally:
                 del self._runs[key]
 
