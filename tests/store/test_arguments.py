@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import resource
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -199,3 +202,79 @@ def test_every_call_that_takes_a_list_name_refuses_one_that_is_not(name: Any) ->
             with pytest.raises(InvalidIdError):
                 call()
         assert ledger.version("s") == 1
+
+
+_BAD = [None, 5, 1.0, True, "1", b"x", [("k", 1)], {"context": None}, {"context": 5}, object()]
+
+
+def _calls(ledger: Any, value: Any, fork: str) -> dict[str, Callable[[], Any]]:
+    """Every argument of ``ledger``'s calls that ``value`` may be wrong for, by name; for a
+    ``Ledger`` or an ``AsyncLedger`` (a coroutine then, which ``_outcome`` runs)."""
+    return {
+        "load version": lambda: ledger.load("s", version=value),
+        "messages version": lambda: ledger.messages("s", version=value),
+        "fork at_version": lambda: ledger.fork("s", fork, at_version=value),
+        "save messages": lambda: ledger.save("s", value),
+        "save_state lists": lambda: ledger.save_state("s", lists=value),
+        "save_state a list": lambda: ledger.save_state("s", lists={"context": value}),
+        "save_state values": lambda: ledger.save_state("s", values=value),
+    }
+
+
+def _outcome(call: Callable[[], Any]) -> str:
+    try:
+        result = call()
+        if asyncio.iscoroutine(result):
+            asyncio.run(result)
+    except AgentLedgerError as exc:
+        return type(exc).__name__
+    return "ok"
+
+
+@pytest.mark.parametrize("value", _BAD, ids=repr)
+def test_the_async_ledger_refuses_what_the_ledger_refuses_alike(value: Any) -> None:
+    """``AsyncLedger`` checks its arguments as ``Ledger`` does, before its worker thread: it
+    took ``load(version=True)`` and ``version=1.0`` (the state then said version ``True``), and
+    ``save("s", None)`` and ``save_state(lists=5)`` raised ``TypeError`` or ``AttributeError``
+    (from ``Ledger.save_state`` too), where ``UserError`` is the caller's error."""
+    with Ledger("memory://") as ledger:
+        held = [Msg.user("hi", id="m1")]
+        ledger.save("s", held)
+        aio = AsyncLedger(ledger)
+        sync_calls, async_calls = _calls(ledger, value, "f1"), _calls(aio, value, "f2")
+        for name, call in sync_calls.items():
+            expected = _outcome(call)
+            assert expected in ("ok", "UserError", "InvalidIdError", "VersionNotFoundError"), name
+            assert _outcome(async_calls[name]) == expected, name
+        assert ledger.messages("s") == held
+
+
+_EXTEND_ITSELF = """
+from agentledger import Ledger, Msg
+with Ledger("memory://") as ledger:
+    ledger.save("s", [Msg.user("a", id="a"), Msg.user("b", id="b")])
+    tracked = ledger.tracked("s")
+    tracked.extend(tracked)
+    tracked += tracked
+    ledger.save("s", tracked)
+    print(",".join(m.id for m in ledger.messages("s")))
+"""
+
+
+def test_a_tracked_list_extended_by_itself_doubles_as_a_list_does() -> None:
+    """``tracked.extend(tracked)`` (and ``+=``) read the list while appending to it, and grew
+    it until memory ran out; ``list.extend`` reads itself whole first. Run in a process with
+    1 GiB of address space, so that a regression fails at once instead of filling memory."""
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-c", _EXTEND_ITSELF],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=capped,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [",".join(["a", "b"] * 4)]

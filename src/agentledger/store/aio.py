@@ -68,6 +68,7 @@ class AsyncLedger:
     ) -> SessionState:
         """``Ledger.load``, every message decoded in the worker thread."""
         key = self.sync.key(session, tenant)
+        version = self.sync._check_version(session, version)
         return await asyncio.to_thread(self.sync._load, key, version, decode=True)
 
     async def messages(
@@ -80,6 +81,7 @@ class AsyncLedger:
     ) -> list[Msg]:
         """``Ledger.messages``, decoded in the worker thread."""
         key, name = self.sync.key(session, tenant), check_list_name(name)
+        version = self.sync._check_version(session, version)
         state = await asyncio.to_thread(self.sync._load, key, version, decode=name)
         return state.lists.get(name, [])
 
@@ -116,7 +118,7 @@ class AsyncLedger:
         return await asyncio.to_thread(
             self.sync.save,
             session,
-            messages if isinstance(messages, TrackedList) else list(messages),
+            _own_copy(messages),
             name=name,
             tenant=tenant,
             expected_version=expected_version,
@@ -134,8 +136,9 @@ class AsyncLedger:
     ) -> SaveReport:
         # copy the caller's containers here, so later mutation cannot race the worker thread
         # (a TrackedList is passed as it is: see ``save``)
-        lists = {n: m if isinstance(m, TrackedList) else list(m) for n, m in (lists or {}).items()}
-        values = dict(values or {})
+        check = self.sync._check_mapping
+        lists = {n: _own_copy(m) for n, m in check("lists", lists).items()}
+        values = dict(check("values", values))
         return await asyncio.to_thread(
             self.sync.save_state,
             session,
@@ -256,6 +259,14 @@ class AsyncLedger:
             # task ended while the release still waited for its thread, and a caller retrying
             # at once found the session busy
             await shield_to_end(asyncio.to_thread(manager.__exit__, None, None, None))
+
+
+def _own_copy(messages: Sequence[Msg]) -> Sequence[Msg]:
+    """A list of messages the caller may go on changing while a worker thread saves it: a copy
+    (after the check ``Ledger.save`` makes, so a bad argument is the same ``UserError``), or a
+    ``TrackedList`` as it is."""
+    messages = Ledger._check_messages(messages)
+    return messages if isinstance(messages, TrackedList) else list(messages)
 
 
 async def _enter_in_thread(manager: AbstractContextManager[None]) -> None:

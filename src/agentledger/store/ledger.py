@@ -258,12 +258,18 @@ class Ledger:
 
         A session that does not exist loads as an empty state at version 0.
         """
+        return self._load(self.key(session, tenant), self._check_version(session, version))
+
+    @staticmethod
+    def _check_version(session: str, version: Any) -> int | None:
+        """``version`` as a reader takes it: None (the latest) or a version some store may
+        hold; ``UserError`` for a value that is not an integer (``True``, ``1.0``, ``"1"``)."""
         if version is not None:
             if not isinstance(version, int) or isinstance(version, bool):
                 raise UserError(f"version must be an integer, got {type(version).__name__}")
             if not 0 <= version <= checks.MAX_COUNT:  # read by no store: none has such a version
                 raise VersionNotFoundError(f"session {session!r} has no version {version}")
-        return self._load(self.key(session, tenant), version)
+        return version
 
     def _load(
         self, key: SessionKey, version: int | None = None, *, decode: bool | str = False
@@ -511,8 +517,14 @@ class Ledger:
         # ``planner.splice_into``). What is committed and remembered is what the plan read: the
         # committed messages it kept and the new ones it wrote, whatever another thread does to
         # the caller's list meanwhile.
-        lists = {check_list_name(n): self._check_messages(m) for n, m in (lists or {}).items()}
-        encoded_values = {check_list_name(n): check_value(n, v) for n, v in (values or {}).items()}
+        lists = {
+            check_list_name(n): self._check_messages(m)
+            for n, m in self._check_mapping("lists", lists).items()
+        }
+        encoded_values = {
+            check_list_name(n): check_value(n, v)
+            for n, v in self._check_mapping("values", values).items()
+        }
         with self._lock_for(key):
             attempt = 0
             # From the cache alone only where the commit checks it; a refusal or a no-op is
@@ -574,6 +586,16 @@ class Ledger:
                     values_changed=len(plan.values),
                     bytes_written=plan.bytes_written,
                 )
+
+    @staticmethod
+    def _check_mapping(field: str, value: Any) -> Mapping[str, Any]:
+        """A ``save_state`` argument of lists or values by name: a mapping, or None for none."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            kind = type(value).__name__
+            raise UserError(f"save_state: {field} must be a mapping by name, got {kind}")
+        return value
 
     @staticmethod
     def _check_messages(messages: Sequence[Msg]) -> Sequence[Msg]:

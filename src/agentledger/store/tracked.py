@@ -153,6 +153,8 @@ class TrackedList(MutableSequence[Msg]):
         self._touch(len(self._items) - 1, 0, 1)
 
     def extend(self, values: Iterable[Msg]) -> None:
+        if values is self:  # read whole first, as ``list.extend`` does: it doubles the list
+            values = list(self._items)
         start = len(self._items)
         try:
             self._items.extend(values)
