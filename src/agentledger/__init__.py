@@ -7,6 +7,7 @@ say which extra to install when it is missing.
 
 from agentledger.errors import (
     AgentLedgerError,
+    ClosedError,
     CodecError,
     ConflictError,
     CorruptStoreError,
@@ -64,6 +65,7 @@ __all__ = [
     "AsyncLedger",
     "AudioBlock",
     "Block",
+    "ClosedError",
     "CodecError",
     "ConflictError",
     "CorruptStoreError",

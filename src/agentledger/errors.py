@@ -2,6 +2,7 @@
 
     AgentLedgerError
     ├── UserError                  misuse: the caller passed something we cannot accept
+    │   ├── ClosedError            a call on a session after its close() (also a RuntimeError)
     │   ├── InvalidIdError         a session or tenant id that is empty, too long or not text
     │   └── MissingDependencyError an optional extra is not installed (message says what to install)
     ├── CodecError                 not a valid encoded message, or a value JSON cannot hold
@@ -26,6 +27,7 @@ from typing import Any
 
 __all__ = [
     "AgentLedgerError",
+    "ClosedError",
     "CodecError",
     "ConflictError",
     "CorruptStoreError",
@@ -49,6 +51,11 @@ class AgentLedgerError(Exception):
 
 class UserError(AgentLedgerError, ValueError):
     """The caller used the API in a way it does not support."""
+
+
+class ClosedError(UserError, RuntimeError):
+    """A call on something already closed (a ``LedgerSession`` after ``close()``). Also a
+    ``RuntimeError``, which the Agents SDK's own sessions raise for the same misuse."""
 
 
 class InvalidIdError(UserError):

@@ -31,7 +31,7 @@ from agents import (
 from agents.testing import ScriptedModel, assistant_message
 
 from agentledger import AsyncLedger, Ledger, Msg
-from agentledger.errors import MissingDependencyError, UserError
+from agentledger.errors import ClosedError, MissingDependencyError, UserError
 from agentledger.integrations.openai_agents import LedgerSession, _Conversions
 from agentledger.messages import ToolUseBlock
 
@@ -160,6 +160,49 @@ async def test_session_direct(make_session: MakeSession) -> None:
     assert await session.get_items() == _chat("Hello", "Hi there!")
     await session.clear_session()
     assert await session.get_items() == []
+
+
+async def test_every_call_after_close_is_refused(make_session: MakeSession) -> None:
+    """A closed session kept reading and writing (a store it had opened, the one it was given):
+    now, as the SDK's SQLiteSession, every call raises RuntimeError (ours: ClosedError), the
+    empty append too, and nothing reaches the store; closing again is fine."""
+    session = make_session("closed")
+    await session.add_items(_chat("kept"))
+    session.close()
+    calls = [
+        lambda: session.get_items(),
+        lambda: session.get_items(1),
+        lambda: session.add_items(_chat("late")),
+        lambda: session.add_items([]),
+        session.pop_item,
+        session.clear_session,
+    ]
+    if isinstance(session, LedgerSession):
+        calls.append(lambda: session.set_items([]))
+    for call in calls:
+        with pytest.raises(RuntimeError, match="is closed"):
+            await call()
+    session.close()
+    assert await make_session("closed").get_items() == _chat("kept")
+
+
+@pytest.mark.parametrize("given", ["url", "ledger", "async-ledger"])
+async def test_close_closes_only_a_ledger_the_session_opened(given: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    ledger = {"url": None, "ledger": Ledger(url), "async-ledger": AsyncLedger(url)}[given]
+    session = LedgerSession("s", url if ledger is None else ledger)
+    await session.add_items(_chat("hi"))
+    closes: list[int] = []
+    real_close = session.ledger.close
+    session.ledger.close = lambda: closes.append(1) or real_close()  # type: ignore[method-assign]
+    session.close()
+    session.close()
+    with pytest.raises(ClosedError):
+        await session.get_items()
+    assert closes == ([1] if given == "url" else [])
+    if ledger is not None:  # still open for its other users
+        assert await LedgerSession("s", ledger).get_items() == _chat("hi")
+        await ledger.close() if isinstance(ledger, AsyncLedger) else ledger.close()
 
 
 async def test_pop_item(make_session: MakeSession) -> None:

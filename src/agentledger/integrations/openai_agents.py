@@ -31,7 +31,8 @@ one message per item (``wire.responses``), so:
 
 Every call runs in a worker thread, so the event loop never waits on the store; a call whose
 caller is cancelled once its work started in the thread still finishes its commit, and the
-session's view follows it (one cancelled while it waited for a thread does nothing).
+session's view follows it (one cancelled while it waited for a thread does nothing). After
+``close()`` every call raises ``ClosedError`` (a ``RuntimeError``, as the SDK's sessions raise).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from agentledger._optional import require
-from agentledger.errors import ConflictError, UserError
+from agentledger.errors import ClosedError, ConflictError, UserError
 from agentledger.messages import Msg
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.ledger import Ledger
@@ -138,7 +139,8 @@ class LedgerSession:
     """An Agents SDK ``Session`` over a ledger (see the module docstring).
 
     ``ledger`` is a ``Ledger``, an ``AsyncLedger`` or a store URL (``"sqlite:///chat.db"``; the
-    session then owns the ledger it opens and ``close()`` closes it). ``tenant`` defaults to the
+    session then owns the ledger it opens and ``close()`` closes it; a ledger passed in stays
+    open for its other users). ``tenant`` defaults to the
     ledger's; ``list_name`` is the session list that holds the items. ``session_settings`` is the
     SDK's ``SessionSettings`` (or a dict of it); its ``limit`` applies when ``get_items`` is
     given none.
@@ -179,11 +181,14 @@ class LedgerSession:
         # message digest -> the JSON of the items it gives (see the module docstring)
         self._items: dict[bytes, bytes] = {}
         self._version = -1  # nothing read yet
+        self._closed = False
+        self._ledger_closed = False  # set once ``close()`` closed the ledger this session owns
 
     # -- the Session protocol --------------------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The session's items, oldest first; with ``limit``, only the latest ``limit`` (a
         negative one is no limit, as for the SDK's ``SQLiteSession``)."""
+        self._check_open()
         if limit is not None and not isinstance(limit, int):
             raise UserError(f"get_items: limit must be an int or None, got {type(limit).__name__}")
         limit = self._resolve_limit(limit, self.session_settings)
@@ -192,6 +197,7 @@ class LedgerSession:
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` (written as new rows only). An item without an id gets a new one;
         an output added after its call, by an earlier call, is named after that call."""
+        self._check_open()  # before the empty list's shortcut, as the SDK's sessions do
         if not items:
             return
         items = list(items)
@@ -205,10 +211,12 @@ class LedgerSession:
 
     async def pop_item(self) -> dict[str, Any] | None:
         """Remove and return the latest item (None if there is none), as a new version."""
+        self._check_open()
         return await asyncio.to_thread(self._change, _pop)
 
     async def clear_session(self) -> None:
         """Empty the session, as a new version (earlier versions stay readable)."""
+        self._check_open()
         await asyncio.to_thread(self._change, TrackedList.clear)
 
     # -- beyond the protocol ---------------------------------------------------------------
@@ -229,6 +237,7 @@ class LedgerSession:
         and the other calls apply their change again to the newer version. Read the items
         again and redo the edit.
         """
+        self._check_open()
         items = list(items)
 
         def replace(live: TrackedList) -> None:
@@ -263,13 +272,27 @@ class LedgerSession:
         return max(self._version, 0)
 
     def close(self) -> None:
-        """Close the ledger if this session opened it."""
-        if self._owns_ledger:
-            self.ledger.close()
+        """Close the session: every later call raises ``ClosedError``, as the SDK's sessions
+        do after ``close()``, rather than write to a store its owner thinks closed. The ledger
+        is closed too if this session opened it (a ledger passed in stays open for its other
+        users). It waits for a call already at work in its thread; closing again does nothing,
+        but for closing an owned ledger whose first close failed."""
+        with self._lock:
+            self._closed = True
+            if self._owns_ledger and not self._ledger_closed:
+                self.ledger.close()
+                self._ledger_closed = True
 
     # -- plumbing --------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        """Refuse a call on a closed session (checked again under the lock, for a call that
+        waited there while ``close()`` ran)."""
+        if self._closed:
+            raise ClosedError(f"LedgerSession {self.session_id!r} is closed")
+
     def _locked(self, read: Callable[[], _T]) -> _T:
         with self._lock:
+            self._check_open()
             self._refresh()
             return read()
 
@@ -370,6 +393,7 @@ class LedgerSession:
         fails for any other reason leaves the list to be read again by the next call: it may
         hold what was not committed."""
         with self._lock:
+            self._check_open()
             for _ in range(_MAX_ATTEMPTS):
                 if self._version < 0:  # never read, or refused: the store is asked first
                     self._refresh()
