@@ -485,3 +485,190 @@ async def test_every_damage_of_an_item_is_kept_exactly_or_refused(shape: dict[st
                     continue
                 assert await session.get_items() == items, where
                 assert await LedgerSession(session_id, ledger).get_items() == items, where
+
+
+def _other_code(kind: str) -> list[Msg]:
+    """Messages of ``kind`` as other code writes them through the ledger (new ones each
+    time): one that gives no item (``thinking`` alone, an ``empty`` answer, a tool message
+    with ``no results``), ones that give several (a ``turn``: parallel calls, then their
+    results), or one that gives one."""
+    from agentledger import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+    if kind == "thinking":
+        return [Msg.assistant([ThinkingBlock(thinking="plan", signature="SIG")])]
+    if kind == "empty":
+        return [Msg.assistant([])]
+    if kind == "no results":
+        return [Msg("tool", [])]
+    if kind == "text":
+        return [Msg.user("said elsewhere")]
+    calls = Msg.assistant(
+        [
+            ThinkingBlock(thinking="plan", signature="SIG"),
+            TextBlock(text="calling two tools"),
+            ToolUseBlock(id="c1", name="lookup", input={"a": 1}),
+            ToolUseBlock(id="c2", name="search", input={}),
+        ],
+        metadata={"model": "claude-x"},
+    )
+    results = Msg.tool(
+        [
+            ToolResultBlock(id="c1", name="lookup", output="one"),
+            ToolResultBlock(id="c2", name="search", output="two", is_error=True),
+        ]
+    )
+    return [calls, results]
+
+
+_OTHER_KINDS = ["thinking", "empty", "no results", "turn", "text"]
+_WRITES = st.lists(
+    st.one_of(
+        st.tuples(st.just("session"), st.lists(_ITEMS, min_size=1, max_size=3)),
+        st.tuples(
+            st.just("other"), st.lists(st.sampled_from(_OTHER_KINDS), min_size=1, max_size=3)
+        ),
+    ),
+    max_size=6,
+)
+
+
+def _gives_none(msg: Msg) -> bool:
+    return not to_responses([msg])
+
+
+def _owner(msgs: list[Msg], at: int) -> tuple[Msg | None, bool]:
+    """The message ``msgs[at]`` (one that gives no item) goes with: the nearest before it that
+    gives items, else the nearest after it (None if no message gives items); and whether it
+    is after it."""
+    before = [m for m in msgs[:at] if not _gives_none(m)]
+    after = [m for m in msgs[at + 1 :] if not _gives_none(m)]
+    return (before[-1], False) if before else (after[0] if after else None, True)
+
+
+def _next_to(msgs: list[Msg], at: int, after: bool) -> Msg | None:
+    """The nearest message that gives items before ``msgs[at]``, or after it."""
+    side = msgs[at + 1 :] if after else msgs[:at][::-1]
+    return next((m for m in side if not _gives_none(m)), None)
+
+
+def _check_companions(held: list[Msg], stored: list[Msg]) -> None:
+    """Each message that gives no item is stored exactly when the message it went with is kept
+    whole, and it is still next to that message, on the same side (or next to one equal to
+    it: of equal messages, which one is kept is not said)."""
+    for at, msg in enumerate(held):
+        if _gives_none(msg):
+            owner, _ = _owner(held, at)
+            if owner is None or held.count(owner) == 1:
+                assert (msg in stored) == (owner is not None and owner in stored), msg
+    for at, msg in enumerate(stored):
+        if _gives_none(msg):
+            assert msg in held
+            owner, after = _owner(held, held.index(msg))
+            assert owner is not None and _next_to(stored, at, after) == owner
+
+
+async def _check_mixed(writes: list[tuple[str, Any]], edits: list[tuple[Any, ...]]) -> None:
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        for who, what in writes:
+            if who == "session":
+                await session.add_items(what)
+            else:
+                written = [msg for kind in what for msg in _other_code(kind)]
+                ledger.save("s", [*ledger.messages("s"), *written])
+        model = await session.get_items()
+        for edit in edits:
+            before, held = ledger.version("s"), ledger.messages("s") if ledger.version("s") else []
+            if edit[0] == "add":
+                await session.add_items(edit[1])
+                new = [*model, *edit[1]]
+            elif edit[0] == "pop":
+                assert await session.pop_item() == (model[-1] if model else None)
+                new = model[:-1]
+            else:
+                new = _edited(model, edit)
+                await session.set_items(new)
+                if new == model and model:
+                    assert ledger.version("s") == before  # nothing changed, nothing written
+                _check_companions(held, ledger.messages("s"))
+            model = new
+            assert await session.get_items() == model
+            if not model:
+                assert ledger.messages("s") == []  # no item given back, no message kept
+        assert await LedgerSession("s", ledger).get_items() == model
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WRITES, st.lists(_EDITS, min_size=1, max_size=8))
+def test_set_items_keeps_messages_that_give_no_item_only_with_their_item(
+    writes: list[tuple[str, Any]], edits: list[tuple[Any, ...]]
+) -> None:
+    """A history mixing items this session added with messages other code wrote (several
+    items a message, or none: thinking alone, an empty answer), edited in every way: the
+    session gives back what it was set to, an unchanged list writes nothing, and a message
+    that gives no item (which no caller can give back) stays only beside the message it goes
+    with (the one before it; the first, for those before it), kept whole. set_items([]) kept
+    such messages at the head (an unchanged end of nothing), so the session was not empty."""
+    asyncio.run(_check_mixed(writes, edits))
+
+
+def _with_unsaid() -> list[Msg]:
+    """A history other code wrote whose messages ``t0``, ``t1``, ``t2`` give no item."""
+    from agentledger import ThinkingBlock
+
+    def thinking(msg_id: str) -> Msg:
+        return Msg.assistant([ThinkingBlock(thinking="plan", signature="SIG")], id=msg_id)
+
+    return [
+        thinking("t0"),
+        Msg.user("hi", id="u"),
+        Msg.assistant([], id="t1"),
+        Msg.assistant("yo", id="a"),
+        thinking("t2"),
+    ]
+
+
+_NEXT = {"role": "user", "content": "next"}
+
+
+@pytest.mark.parametrize(
+    ("edit", "ids"),
+    [
+        pytest.param(lambda items: items, ["t0", "u", "t1", "a", "t2"], id="unchanged"),
+        pytest.param(lambda items: [], [], id="emptied"),
+        pytest.param(lambda items: [*items, _NEXT], ["t0", "u", "t1", "a", "t2", "*"], id="append"),
+        pytest.param(lambda items: [_NEXT, *items], ["*", "t0", "u", "t1", "a", "t2"], id="front"),
+        pytest.param(lambda items: items[1:], ["a", "t2"], id="window"),
+        pytest.param(lambda items: items[:1], ["t0", "u", "t1"], id="last dropped"),
+        pytest.param(lambda items: [items[0], _NEXT], ["t0", "u", "t1", "*"], id="last edited"),
+        pytest.param(lambda items: [_NEXT, items[1]], ["*", "a", "t2"], id="first edited"),
+    ],
+)
+async def test_a_message_that_gives_no_item_goes_with_the_item_before_it(
+    edit: Any, ids: list[str]
+) -> None:
+    """set_items([]) left such messages at the head: they were an unchanged end of an empty
+    list. Now each goes with the item before it (those before the first, with the first): kept
+    beside it when its message is kept whole, dropped with it otherwise."""
+    with Ledger("memory://") as ledger:
+        ledger.save("s", _with_unsaid())
+        session = LedgerSession("s", ledger)
+        items = await session.get_items()
+        await session.set_items(edit(items))
+        assert await session.get_items() == edit(items)
+        stored = [
+            m.id if m.id in {"t0", "u", "t1", "a", "t2"} else "*" for m in ledger.messages("s")
+        ]
+        assert stored == ids
+        assert ledger.version("s") == (1 if edit(items) == items else 2)
+
+
+async def test_popping_the_first_item_takes_the_messages_before_it() -> None:
+    with Ledger("memory://") as ledger:
+        ledger.save("s", _with_unsaid()[:3])
+        session = LedgerSession("s", ledger)
+        assert await session.pop_item() == {"role": "user", "content": "hi"}
+        assert ledger.messages("s") == []
+        ledger.save("s", _with_unsaid()[:1])  # nothing gives an item: there is nothing to pop
+        assert await session.pop_item() is None
+        assert ledger.messages("s") == []

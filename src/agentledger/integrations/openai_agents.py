@@ -22,7 +22,9 @@ one message per item (``wire.responses``), so:
   messages it loaded, decoded), does not convert the whole conversation again;
 - ``set_items`` (beyond the protocol) edits a history at the cost of what it changes: an item
   equal to one the session holds keeps that one's message wherever it moved, so a shift (a
-  window, an insert, a delete, a summary) writes only the new items, with ids or without;
+  window, an insert, a delete, a summary) writes only the new items, with ids or without; a
+  message that gives no item (another provider's thinking alone), which no caller can give
+  back, goes with the item before it, as it does in ``pop_item``;
 - ``pop_item`` and ``clear_session`` commit a new version rather than delete: what they remove
   stays readable with ``ledger.load(session_id, version=v)`` (and ``ledger.history``) until the
   session's history is purged;
@@ -231,6 +233,13 @@ class LedgerSession:
         items that are new or edited. An edited item without an id of its own keeps the id of
         the item it replaces in place. What is replaced stays readable at the previous version.
 
+        A message that gives no item (another provider's thinking alone, an empty answer),
+        which ``get_items`` never shows and so no caller can give back, goes with the item
+        before it (those before the first item, with the first), as in ``pop_item``: it is
+        kept, beside that item's message, when that message is kept whole, and dropped with
+        it otherwise. So an unchanged list writes nothing, and ``set_items([])`` empties the
+        session.
+
         It is a write of what this session last read, edited: if another writer committed
         since (an item added by another process between the ``get_items`` the edit started
         from and this call), it raises ``ConflictError`` and changes nothing, where ``add_items``
@@ -241,15 +250,15 @@ class LedgerSession:
         items = list(items)
 
         def replace(live: TrackedList) -> None:
-            old = live.copy()
             hashes = [_item_hash(item) for item in items]
             keys = [_key(h, tool) for h, tool in zip(hashes, answered_tools(items), strict=True)]
+            owners, spans, groups = _grouped(live, [self._span(m) for m in live])
             # the messages at each end whose items are given again as they were, kept whole:
             # one that gives several items (written by other code) too, which converting its
             # items again would lose part of (another provider's thinking, its metadata)
-            (head, first), (tail, last) = _unchanged_ends([self._span(m) for m in old], keys)
+            (head, first), (tail, last) = _unchanged_ends(spans, keys)
             middle, mid_keys = items[first:last], keys[first:last]
-            held_mid = old[head : len(old) - tail]
+            held_mid = owners[head : len(owners) - tail]
             held = _HeldItems(
                 held_mid, [_key(self._hash_of(m), _answered(m)) for m in held_mid], mid_keys
             )
@@ -261,7 +270,11 @@ class LedgerSession:
             )
             held.lend_ids(new)
             self._remember(new, middle, hashes[first:last])
-            live[:] = [*old[:head], *new, *old[len(old) - tail :]]
+            live[:] = [
+                *_flat(groups[:head]),
+                *held.with_companions(new, groups[head : len(groups) - tail]),
+                *_flat(groups[len(groups) - tail :]),
+            ]
 
         await asyncio.to_thread(self._change, replace, False)
 
@@ -494,6 +507,18 @@ class _HeldItems:
         self._last = self._taken[position] = index
         return self.msgs[index]
 
+    def with_companions(self, new: list[Msg], groups: list[list[Msg]]) -> list[Msg]:
+        """``new`` with each held message it kept in its group (``groups``: each held
+        message's, see ``_grouped``); the messages of held ones it did not keep are dropped."""
+        out: list[Msg] = []
+        for position, msg in enumerate(new):
+            index = self._taken.get(position)
+            if index is not None and msg is self.msgs[index]:
+                out.extend(groups[index])
+            else:
+                out.append(msg)
+        return out
+
     def lend_ids(self, new: list[Msg]) -> None:
         """Give id-less items edited in place the ids of the messages they replace (``new``
         is changed in place)."""
@@ -512,6 +537,32 @@ class _HeldItems:
                 new[position] = msg.replace(id=replaced.id)
                 used.add(cursor)
                 cursor += 1
+
+
+def _grouped(
+    msgs: list[Msg], spans: list[tuple[_Key, ...] | None]
+) -> tuple[list[Msg], list[tuple[_Key, ...] | None], list[list[Msg]]]:
+    """The messages of ``msgs`` that give items (or that no item can say), their ``spans``,
+    and for each its group: itself and the messages that give no item (an empty ``span``)
+    that go with it, those after it up to the next one (and, for the first, those before it).
+    Messages that give no item, in a list where none gives one, are in no group."""
+    owners: list[Msg] = []
+    owner_spans: list[tuple[_Key, ...] | None] = []
+    groups: list[list[Msg]] = []
+    leading: list[Msg] = []
+    for msg, span in zip(msgs, spans, strict=True):
+        if span == ():
+            (groups[-1] if groups else leading).append(msg)
+            continue
+        owners.append(msg)
+        owner_spans.append(span)
+        groups.append([*leading, msg])
+        leading = []
+    return owners, owner_spans, groups
+
+
+def _flat(groups: list[list[Msg]]) -> list[Msg]:
+    return [msg for group in groups for msg in group]
 
 
 def _unchanged_ends(
@@ -611,7 +662,8 @@ def _pop(msgs: TrackedList) -> dict[str, Any] | None:
 
     A message that gives several items (one written in another format) loses only its last
     one; messages that give none (thinking from another provider), which ``get_items`` never
-    shows, go with the item before them.
+    shows, go with the item before them (those before the first item, with the first), as in
+    ``set_items``.
     """
     end = len(msgs)
     while end:
@@ -619,10 +671,21 @@ def _pop(msgs: TrackedList) -> dict[str, Any] | None:
         if items:
             rest = _without_last_item(msgs[end - 1], items) if len(items) > 1 else []
             msgs[end - 1 :] = rest
+            if not rest and not any(_gives_items(msgs[i]) for i in range(end - 2, -1, -1)):
+                msgs.clear()  # the first item went: those before it go with it
             return items[-1]
         end -= 1
     msgs.clear()
     return None
+
+
+def _gives_items(msg: Msg) -> bool:
+    """Whether ``msg`` gives an item, or is one that no item can say (which ``set_items``
+    replaces as it does an item's message)."""
+    try:
+        return bool(to_responses([msg]))
+    except UserError:
+        return True
 
 
 def _without_last_item(msg: Msg, items: list[dict[str, Any]]) -> list[Msg]:
