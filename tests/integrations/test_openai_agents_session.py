@@ -577,3 +577,30 @@ async def test_a_negative_limit_is_no_limit_as_for_the_sdks_session(tmp_path: Pa
 def test_a_ledger_argument_that_is_no_ledger_is_refused(ledger: Any) -> None:
     with pytest.raises(UserError, match="ledger must be a Ledger, an AsyncLedger or a store URL"):
         LedgerSession("s", ledger)
+
+
+@pytest.mark.parametrize("method", ["add_items", "set_items"])
+@pytest.mark.parametrize("items", [None, {"role": "user", "content": "hi"}, "hi", b"hi", 5])
+async def test_items_that_are_no_list_of_items_are_a_user_error(method: str, items: Any) -> None:
+    """add_items(None) did nothing, add_items(one_item) said 'item 0 is a str', add_items(5)
+    and set_items(None) raised TypeError (the SDK's session skips None and stores a dict's keys
+    or a string's characters as items). Now a UserError that says what it got; nothing is
+    written."""
+    with Ledger("memory://") as ledger:
+        session = LedgerSession("s", ledger)
+        await session.add_items(_chat("kept"))
+        with pytest.raises(UserError, match=f"{method}: items must be a list of items, got "):
+            await getattr(session, method)(items)
+        assert ledger.version("s") == 1 and await session.get_items() == _chat("kept")
+        await session.add_items(item for item in _chat("any iterable"))
+        assert await session.get_items() == [*_chat("kept"), *_chat("any iterable")]
+
+
+def test_the_default_session_settings_are_the_sdks(make_session: MakeSession) -> None:
+    assert make_session("s").session_settings == SessionSettings()
+
+
+@pytest.mark.parametrize("settings", [5, "limit=3", {"limit": "many"}, {"bogus": 1}])
+def test_session_settings_of_the_wrong_type_are_a_user_error(settings: Any) -> None:
+    with pytest.raises(UserError, match="session_settings: "):
+        LedgerSession("s", "memory://", session_settings=settings)

@@ -45,7 +45,7 @@ import hashlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -144,8 +144,8 @@ class LedgerSession:
     session then owns the ledger it opens and ``close()`` closes it; a ledger passed in stays
     open for its other users). ``tenant`` defaults to the
     ledger's; ``list_name`` is the session list that holds the items. ``session_settings`` is the
-    SDK's ``SessionSettings`` (or a dict of it); its ``limit`` applies when ``get_items`` is
-    given none.
+    SDK's ``SessionSettings`` (or a dict of it; default: ``SessionSettings()``, as for the SDK's
+    sessions); its ``limit`` applies when ``get_items`` is given none.
     """
 
     def __init__(
@@ -170,9 +170,7 @@ class LedgerSession:
         self.tenant = self.ledger.key(session_id, tenant).tenant  # validates both ids
         self.session_id = session_id
         self.list_name = list_name
-        self.session_settings = (
-            None if session_settings is None else memory.coerce_session_settings(session_settings)
-        )
+        self.session_settings = _settings(memory, session_settings)
         self._resolve_limit = memory.resolve_session_limit
         self._lock = threading.Lock()
         self._msgs = TrackedList()  # as last committed, changed only by ``_change``
@@ -200,9 +198,9 @@ class LedgerSession:
         """Append ``items`` (written as new rows only). An item without an id gets a new one;
         an output added after its call, by an earlier call, is named after that call."""
         self._check_open()  # before the empty list's shortcut, as the SDK's sessions do
+        items = _item_list(items, "add_items")
         if not items:
             return
-        items = list(items)
 
         def append(msgs: TrackedList) -> None:
             new = from_responses(items, names=_earlier_calls(items, msgs))
@@ -247,7 +245,7 @@ class LedgerSession:
         again and redo the edit.
         """
         self._check_open()
-        items = list(items)
+        items = _item_list(items, "set_items")
 
         def replace(live: TrackedList) -> None:
             hashes = [_item_hash(item) for item in items]
@@ -443,6 +441,26 @@ class LedgerSession:
         live = {m.digest for m in self._msgs}
         self._hashes = {k: v for k, v in self._hashes.items() if k in live}
         self._items = {k: v for k, v in self._items.items() if k in live}
+
+
+def _settings(memory: Any, given: Any) -> Any:
+    """The SDK's ``SessionSettings`` for ``given`` (one, a dict of one, or None: the defaults),
+    with a ``UserError`` for anything else (the SDK raises ``TypeError`` or pydantic's error)."""
+    if given is None:
+        return memory.SessionSettings()
+    try:
+        return memory.coerce_session_settings(given)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"session_settings: {exc}") from exc
+
+
+def _item_list(items: Any, method: str) -> list[Any]:
+    """``items`` as a list, or a ``UserError`` naming ``method`` for what is not a list of
+    items: None, one item (a dict), text. The SDK's sessions skip None and store a dict's keys
+    or a string's characters as items."""
+    if isinstance(items, (str, bytes, bytearray, Mapping)) or not isinstance(items, Iterable):
+        raise UserError(f"{method}: items must be a list of items, got {type(items).__name__}")
+    return list(items)
 
 
 #: How ``set_items`` tells items apart: the hash of the item (``_item_hash``) and, for a call
