@@ -28,7 +28,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from agentledger.errors import InvalidIdError, UserError
 from agentledger.messages import checks
-from agentledger.store.ids import MAX_ID_LENGTH, check_id
+from agentledger.store.ids import MAX_ID_LENGTH, check_id, shown
 
 __all__ = ["Keyset", "check_page", "decode_cursor", "encode_cursor", "newest_first"]
 
@@ -64,8 +64,7 @@ def decode_cursor(cursor: object, tenant: str) -> Keyset:
     not one: not a string, not a cursor this library made, or made for another tenant."""
     if not isinstance(cursor, str):
         raise UserError(f"a cursor is a string, got {type(cursor).__name__}")
-    shown = cursor if len(cursor) <= 40 else cursor[:40] + "..."
-    bad = UserError(f"{shown!r} is not a list_sessions cursor")
+    bad = UserError(f"{shown(cursor)} is not a list_sessions cursor")
     if len(cursor) > _MAX_LENGTH or not _BASE64URL.fullmatch(cursor):
         raise bad
     try:
@@ -82,7 +81,7 @@ def decode_cursor(cursor: object, tenant: str) -> Keyset:
         raise bad from None
     if encode_cursor(tenant, updated_at, session_id) != cursor:
         if tag != _tag(tenant):
-            raise UserError(f"the cursor {shown!r} is from another tenant's listing")
+            raise UserError(f"the cursor {shown(cursor)} is from another tenant's listing")
         raise bad  # the same key spelled another way: not a string this module wrote
     return Keyset(updated_at, session_id)
 

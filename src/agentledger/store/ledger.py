@@ -49,7 +49,7 @@ from agentledger.store.base import (
 )
 from agentledger.store.cursor import check_page
 from agentledger.store.head_cache import DEFAULT_BYTES, DEFAULT_SESSIONS, HeadCache
-from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name
+from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name, shown
 from agentledger.store.loading import loaded_messages
 from agentledger.store.planner import ListDiff, diff_list, splice_into
 from agentledger.store.ranks import RankPlan, plan_ranks
@@ -258,17 +258,19 @@ class Ledger:
 
         A session that does not exist loads as an empty state at version 0.
         """
-        return self._load(self.key(session, tenant), self._check_version(session, version))
+        key = self.key(session, tenant)  # first: the messages below echo a checked id
+        return self._load(key, self._check_version(session, version))
 
     @staticmethod
     def _check_version(session: str, version: Any) -> int | None:
         """``version`` as a reader takes it: None (the latest) or a version some store may
-        hold; ``UserError`` for a value that is not an integer (``True``, ``1.0``, ``"1"``)."""
+        hold; ``UserError`` for a value that is not an integer (``True``, ``1.0``, ``"1"``).
+        ``session`` is a checked id (it is echoed)."""
         if version is not None:
             if not isinstance(version, int) or isinstance(version, bool):
                 raise UserError(f"version must be an integer, got {type(version).__name__}")
             if not 0 <= version <= checks.MAX_COUNT:  # read by no store: none has such a version
-                raise VersionNotFoundError(f"session {session!r} has no version {version}")
+                raise VersionNotFoundError(f"session {shown(session)} has no version {version}")
         return version
 
     def _load(

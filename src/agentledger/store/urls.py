@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl
 
 from agentledger.errors import UserError
 from agentledger.store.base import Store
+from agentledger.store.ids import shown
 
 __all__ = ["default_url", "open_store"]
 
@@ -33,7 +34,7 @@ def _path(url: str, scheme: str) -> Path:
     if not rest.startswith("/") or rest == "/":
         raise UserError(
             f"{scheme} URL needs a path, e.g. {scheme}:///relative/path or "
-            f"{scheme}:////absolute/path (got {url!r})"
+            f"{scheme}:////absolute/path (got {shown(url)})"
         )
     return Path(rest[1:])
 
@@ -47,8 +48,8 @@ def _options(url: str, allowed: tuple[str, ...]) -> tuple[str, dict[str, str]]:
     unknown = sorted(set(options) - set(allowed))
     if unknown or not options:
         known = ", ".join(allowed)
-        found = ", ".join(unknown) or repr(query)
-        raise UserError(f"unknown option in store URL {url!r}: {found} (known: {known})")
+        found = ", ".join(unknown) or shown(query)
+        raise UserError(f"unknown option in store URL {shown(url)}: {found} (known: {known})")
     return base, options
 
 
@@ -74,6 +75,6 @@ def open_store(url: str | None = None) -> Store:
 
         return PostgresStore(url)
     raise UserError(
-        f"unknown store URL {url!r}; use memory://, jsonl:///dir, sqlite:///file.db "
+        f"unknown store URL {shown(url)}; use memory://, jsonl:///dir, sqlite:///file.db "
         "or postgresql://user@host/db"
     )
