@@ -168,3 +168,73 @@ def test_markdown_keeps_a_result_with_backticks_inside_its_fence() -> None:
     result = ToolResultBlock(id="c", name="sh", output=(TextBlock(text="```\nrm -rf\n````"),))
     text = markdown("s", 1, [Msg("tool", [result])])
     assert "`````\n```\nrm -rf\n````\n`````" in text
+
+
+@pytest.fixture
+def emptied(tmp_path: Path) -> str:
+    """Session ``e`` at v2, emptied (v1 held one message); session ``live`` with a message."""
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    with Ledger(url) as ledger:
+        ledger.save("e", [Msg.user("hi", id="u")])
+        ledger.save("e", [])
+        ledger.save("live", [Msg.user("hi", id="u")])
+    return url
+
+
+@pytest.mark.parametrize("content", ["[]", '{"messages": []}', "plain export"])
+def test_an_import_of_nothing_into_a_new_session_is_refused(
+    emptied: str, tmp_path: Path, content: str
+) -> None:
+    """It said "imported e.json as v0 (1 version(s), 0 messages written)", exit 0, and made no
+    session: a session exists from its first commit, and nothing commits nothing."""
+    path = tmp_path / "e.json"
+    if content == "plain export":
+        assert cli("export", "e", str(path), "--store", emptied).exit_code == 0
+    else:
+        path.write_text(content)
+    for overwrite in ([], ["--overwrite"]):
+        line = assert_error(
+            cli("import", str(path), "--session", "new", *overwrite, "--store", emptied), 2
+        )
+        assert "e.json cannot be imported" in line and "nothing was written" in line
+        assert "holds no messages" in line and "v0" not in line
+    with Ledger(emptied) as ledger:
+        assert not ledger.exists("new")
+
+
+def test_an_emptied_session_travels_with_its_history(emptied: str, tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    assert cli("export", "e", str(path), "--history", "--store", emptied).exit_code == 0
+    result = cli("import", str(path), "--session", "copy", "--store", emptied)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"imported {path} as v1..v2 (2 version(s),")
+    with Ledger(emptied) as ledger:
+        assert ledger.version("copy") == 2 and ledger.load("copy").lists == {}
+
+
+def test_an_empty_file_over_a_session_empties_it_as_a_new_version(
+    emptied: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "e.json"
+    path.write_text("[]")
+    result = cli("import", str(path), "--session", "live", "--overwrite", "--store", emptied)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"imported {path} as v2 (1 version(s), 0 messages written)")
+    for session in ("live", "e"):  # already empty: nothing to commit, and it says so
+        result = cli("import", str(path), "--session", session, "--overwrite", "--store", emptied)
+        assert (
+            result.stdout
+            == f"nothing to import: the session already holds what {path} holds (v2)\n"
+        )
+    with Ledger(emptied) as ledger:
+        assert ledger.version("live") == 2 and ledger.messages("live") == []
+        assert ledger.messages("live", version=1) != []
+
+
+def test_a_fork_of_an_emptied_session_is_refused(emptied: str) -> None:
+    """It said "forked e v2 -> copy (0 messages)" and made no session."""
+    line = assert_error(cli("fork", "e", "copy", "--store", emptied), 2, "'e' v2 holds no messages")
+    assert "nothing was written" in line
+    assert cli("fork", "e", "copy", "--at-version", "1", "--store", emptied).exit_code == 0
+    with Ledger(emptied) as ledger:
+        assert [m.id for m in ledger.messages("copy")] == ["u"]

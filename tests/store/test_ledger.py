@@ -2,17 +2,19 @@
 
 The conformance suite checks what every backend stores; these tests pin what the ledger does
 between the caller and any backend: it remembers as committed only what it committed, it keeps
-re-planning a save that lost a race, and deriving a title does not read the session.
+re-planning a save that lost a race, deriving a title does not read the session, and a fork or
+an import that would make a session of nothing is refused rather than reported as version 0.
 """
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable
 
 import pytest
 
-from agentledger.errors import ConflictError
+from agentledger.errors import ConflictError, UserError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from agentledger.store import ledger as ledger_module
@@ -183,3 +185,30 @@ def test_saving_a_reloaded_context_without_user_text_decodes_no_message() -> Non
     assert fresh.save("agent", reloaded).replaced == 1
     still_encoded = [m for m in loaded[:2001] + reloaded[:1000] if m._stored is not None]
     assert len(still_encoded) == 3001  # none of them was decoded to look for a title
+
+
+def test_a_fork_or_import_of_nothing_makes_no_session_and_says_so() -> None:
+    """Each returned version 0 and made no session: a session exists from its first commit,
+    and an empty state commits nothing."""
+    ledger = Ledger("memory://")
+    ledger.save("e", [Msg.user("hi", id="u")])
+    ledger.save("e", [])
+    plain = io.BytesIO()
+    ledger.export("e", plain)
+    attempts = {
+        "fork": lambda: ledger.fork("e", "new"),
+        "transcript": lambda: ledger.import_openai("new", []),
+        "transcript, overwrite": lambda: ledger.import_openai("new", [], overwrite=True),
+        "export": lambda: ledger.import_(plain.getvalue(), session="new"),
+        "export, overwrite": lambda: ledger.import_(
+            plain.getvalue(), session="new", overwrite=True
+        ),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(UserError, match="nothing to make session 'new' of") as caught:
+            attempt()
+        assert "nothing was written" in str(caught.value), what
+        assert not ledger.exists("new") and ledger.list_sessions()[0].session_id == "e"
+    assert ledger.fork("e", "new", at_version=1).version == 1  # a version that holds something
+    assert ledger.import_openai("new", [], overwrite=True).version == 2  # empties it
+    assert ledger.messages("new") == [] and ledger.messages("new", version=1) != []

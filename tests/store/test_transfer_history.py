@@ -1,15 +1,17 @@
 """``export_session(history=True)`` then ``import_versions`` reproduces every version, for any
-sequence of saves; a mutated history export is refused with a typed error or replayed exactly."""
+sequence of saves (and purge: a history whose oldest version holds nothing is refused, with
+nothing written); a mutated history export is refused with a typed error or replayed exactly."""
 
 from __future__ import annotations
 
 import io
 import random
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentledger.errors import AgentLedgerError
+from agentledger.errors import AgentLedgerError, UserError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from agentledger.store.export_format import read_snapshots
@@ -63,6 +65,39 @@ def test_history_export_import_reproduces_every_version(saves: list) -> None:
     reports = import_versions(target, buf.getvalue())
     assert [r.version for r in reports] == [v.version for v in source.history("s")]
     assert _by_version(target, "s") == _by_version(source, "s")
+
+
+@settings(max_examples=60, deadline=None)
+@given(_saves, st.integers(min_value=1, max_value=8))
+@example([(_POOL[:1], None, "keep"), ([], None, "keep")], 1)  # one version, emptied
+@example([(_POOL[:1], None, "keep"), ([], None, "keep"), (_POOL[:2], None, "keep")], 2)
+def test_a_purged_history_is_reproduced_or_refused_whole(saves: list, keep_last: int) -> None:
+    """Purged up to a version that holds nothing (every list emptied, no value), the history
+    export's first version made no session: the import reported it as version 0, and a
+    history of that version alone as an import of nothing, exit 0."""
+    source = _replay(saves)
+    if not source.exists("s"):
+        return
+    source.purge_history("s", keep_last=keep_last)
+    buf = io.BytesIO()
+    export_session(source, "s", buf, history=True)
+    oldest = source.load("s", version=source.history("s")[0].version)
+    target = Ledger("memory://")
+    if not any(oldest.lists.values()) and not oldest.values:
+        with pytest.raises(UserError, match="holds no messages and no values"):
+            import_versions(target, buf.getvalue())
+        assert not target.exists("s")
+        return
+    reports = import_versions(target, buf.getvalue())
+    assert all(r.version > 0 and not r.noop for r in reports)
+    assert [_state(target, r.version) for r in reports] == [
+        _state(source, v.version) for v in source.history("s")
+    ]
+
+
+def _state(ledger: Ledger, version: int) -> tuple[dict, dict]:
+    state = ledger.load("s", version=version)
+    return {n: [m.digest for m in msgs] for n, msgs in state.lists.items()}, state.values
 
 
 def test_a_mutated_history_export_is_refused_or_replayed_exactly() -> None:

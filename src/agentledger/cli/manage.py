@@ -24,6 +24,7 @@ from agentledger.cli.output import JsonOption, Output
 from agentledger.cli.sessions import load_existing
 from agentledger.cli.store import open_ledger
 from agentledger.errors import ConflictError
+from agentledger.store.ids import shown
 from agentledger.store.state import CONTEXT
 
 __all__ = ["confirm", "register"]
@@ -52,13 +53,12 @@ def fork(
     """Branch a session (optionally at a past version) into a new one."""
     with open_ledger(store, tenant) as ledger:
         state = load_existing(ledger, session, at_version)
-        try:
-            report = ledger.save_state(
-                new_session, lists=state.lists, values=state.values, expected_version=0
-            )
+        try:  # at the version read, so the count said is the count copied
+            report = ledger.fork(session, new_session, at_version=state.version)
         except ConflictError:
             raise CliError(
-                f"session {new_session!r} already exists; choose another name or delete it first",
+                f"session {shown(new_session)} already exists; choose another name or delete it "
+                "first",
                 EXIT_CONFLICT,
             ) from None
     count = sum(len(m) for m in state.lists.values())

@@ -19,7 +19,8 @@ from agentledger.cli.options import SessionArg, StoreOption, TenantOption
 from agentledger.cli.output import JsonOption, Output
 from agentledger.cli.sessions import load_existing
 from agentledger.cli.store import open_ledger
-from agentledger.errors import CodecError, ConflictError
+from agentledger.errors import CodecError, ConflictError, UserError
+from agentledger.store.ids import shown
 from agentledger.store.state import CONTEXT
 from agentledger.store.transfer import export_session, import_versions, read_export
 
@@ -149,23 +150,32 @@ def import_(
                 reports = [report]
             else:
                 reports = import_versions(ledger, data, session=session, overwrite=overwrite)
-        except CodecError as exc:
-            raise CodecError(f"{path} cannot be imported: {exc}") from None
+        except (CodecError, UserError) as exc:  # what the file holds, or the ids given
+            raise type(exc)(f"{path} cannot be imported: {exc}") from None
         except ConflictError:
             if session is None:
                 session = read_export(data)[0]["session"]
             raise CliError(
-                f"session {session!r} already exists; pass --overwrite to replace it (its "
+                f"session {shown(session)} already exists; pass --overwrite to replace it (its "
                 "current content stays in its history) or --session to choose another id",
                 EXIT_CONFLICT,
             ) from None
-    first, last = reports[0].version, reports[-1].version
-    versions = f"v{first}" if first == last else f"v{first}..v{last}"
+    made = [r.version for r in reports if not r.noop]
     written = sum(r.appended + r.replaced for r in reports)
     Output(as_json).line(
-        f"imported {path} as {versions} ({len(reports)} version(s), {written} messages written)",
-        data={"versions": [r.version for r in reports], "messages_written": written},
+        _imported(path, made, reports[-1].version, written),
+        data={"versions": made, "messages_written": written},
     )
+
+
+def _imported(path: str, made: list[int], version: int, written: int) -> str:
+    """What an import did: the versions it committed (``made``), or that it committed none
+    because the session already held what the file holds (``--overwrite`` with the same
+    content); ``version`` is the session's version after it."""
+    if not made:
+        return f"nothing to import: the session already holds what {path} holds (v{version})"
+    versions = f"v{made[0]}" if len(made) == 1 else f"v{made[0]}..v{made[-1]}"
+    return f"imported {path} as {versions} ({len(made)} version(s), {written} messages written)"
 
 
 def register(app: typer.Typer) -> None:

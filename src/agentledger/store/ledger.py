@@ -164,6 +164,22 @@ def check_value(name: str, value: Any) -> bytes | None:
     return encode_value(value)
 
 
+def created(report: SaveReport, session: str, held: str) -> SaveReport:
+    """``report`` of a save meant to make ``session`` exist (a fork, an import), once it did.
+
+    A session exists from its first commit, and an empty state is what version 0 already is:
+    a save that gives a session that does not exist nothing to hold commits nothing. Such a
+    save is refused here (nothing was written), never reported as if version 0 had been made.
+    ``held`` says what was given, e.g. "the transcript holds no messages".
+    """
+    if report.version == 0:
+        raise UserError(
+            f"{held}, so there is nothing to make session {shown(session)} of (a session exists "
+            "from its first commit, which needs a message or a value); nothing was written"
+        )
+    return report
+
+
 class Ledger:
     """Sessions in one store, keyed by ``(tenant, session_id)``.
 
@@ -773,18 +789,22 @@ class Ledger:
     ) -> SaveReport:
         """Start ``new_session`` as a copy of ``session`` at ``at_version`` (default latest).
 
-        The new session must not exist; large media is shared, not copied.
+        The new session must not exist; large media is shared, not copied. A version that
+        holds nothing (every list emptied, no value) is refused with ``UserError``: a copy of
+        it would be a session with nothing to commit (see ``created``).
         """
         state = self.load(session, tenant=tenant, version=at_version)
         if not state.exists:
             raise SessionNotFoundError(f"no session {session!r} to fork")
-        return self.save_state(
+        report = self.save_state(
             new_session,
             lists=state.lists,
             values=state.values,
             tenant=new_tenant if new_tenant is not None else tenant,
             expected_version=0,
         )
+        held = f"session {shown(session)} v{state.version} holds no messages and no values"
+        return created(report, new_session, held)
 
     # -- moving data in and out (see ``transfer``) ------------------------------------------
     def sync(
@@ -842,15 +862,21 @@ class Ledger:
         tenant: str | None = None,
         overwrite: bool = False,
     ) -> SaveReport:
-        """Store an OpenAI chat-completions transcript as the session's context."""
+        """Store an OpenAI chat-completions transcript as the session's context.
+
+        An empty transcript empties the context of an existing session (with ``overwrite``);
+        for a session that does not exist it is ``UserError``, as there is nothing to make
+        the session of (see ``created``).
+        """
         from agentledger.store.transfer import as_messages
 
-        return self.save(
+        report = self.save(
             session,
             as_messages(messages),
             tenant=tenant,
             expected_version=None if overwrite else 0,
         )
+        return created(report, session, "the transcript holds no messages")
 
     def export(self, session: str, target: Any, *, tenant: str | None = None) -> int:
         """Write the session to a JSONL file or binary stream; returns the message count."""
