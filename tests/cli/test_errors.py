@@ -97,6 +97,31 @@ def test_usage_errors_exit_2(store: str) -> None:
         assert_error(cli("serve", "--port", port), EXIT_USAGE, "--port")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["import", "t.json", "--session", "x"],
+        ["fork", "chat", "x"],
+        ["rewind", "chat", "--to-message", "u"],
+        ["repair", "chat"],
+        ["delete", "chat", "--yes"],
+        ["purge", "chat", "--yes"],
+    ],
+)
+def test_a_command_that_writes_refuses_a_store_that_ends_with_it(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """import on memory:// said it imported, exit 0, into a store gone as the command
+    exited; the others said the session was not found there."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.json").write_text('[{"role": "user", "content": "hi"}]')
+    assert_error(cli(*args, "--store", "memory://"), EXIT_USAGE, "memory://", "lasts")
+    assert_error(cli(*args, env={"AGENTLEDGER_STORE": "memory://"}), EXIT_USAGE, "memory://")
+    if args[0] in ("rewind", "repair", "delete", "purge"):  # only reads: an empty store
+        dry = cli(*args, "--dry-run", "--store", "memory://")
+        assert_error(dry, EXIT_NOT_FOUND, "no session 'chat'")
+
+
 def test_a_bad_sessions_cursor_is_a_usage_error(store: str) -> None:
     assert_error(cli("sessions", "--store", store, "--after", "nope"), EXIT_USAGE, "cursor")
     [row] = json.loads(cli("sessions", "--store", store, "--json").stdout)

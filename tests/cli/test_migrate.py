@@ -64,10 +64,19 @@ def test_jsonl_to_sqlite_to_postgres_keeps_every_digest_and_version(tmp_path: Pa
         assert_error(again, 4, "already exist", "nothing was copied")
 
 
-def test_migrate_refuses_the_same_store_and_a_missing_source(tmp_path: Path) -> None:
+def test_migrate_refuses_the_same_store_a_missing_source_and_a_memory_target(
+    tmp_path: Path,
+) -> None:
+    """Into memory:// it copied every session, verified them and exited 0, and the copy
+    ended with the command."""
     url = f"sqlite:///{tmp_path / 's.db'}"
     assert_error(cli("migrate", "--from", url, "--to", url), 2, "same store")
-    assert_error(cli("migrate", "--from", url, "--to", "memory://"), 3, "no store at")
+    target = f"sqlite:///{tmp_path / 't.db'}"
+    assert_error(cli("migrate", "--from", url, "--to", target), 3, "no store at")
+    assert not (tmp_path / "t.db").exists()
+    _fill(url)
+    for to in ("memory://", "memory://x"):
+        assert_error(cli("migrate", "--from", url, "--to", to), 2, "--to memory://", "lasts")
 
 
 def test_a_purged_source_is_renumbered_and_still_verified(tmp_path: Path) -> None:

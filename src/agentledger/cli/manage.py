@@ -51,7 +51,7 @@ def fork(
     as_json: JsonOption = False,
 ) -> None:
     """Branch a session (optionally at a past version) into a new one."""
-    with open_ledger(store, tenant) as ledger:
+    with open_ledger(store, tenant, writes=True) as ledger:
         state = load_existing(ledger, session, at_version)
         try:  # at the version read, so the count said is the count copied
             report = ledger.fork(session, new_session, at_version=state.version)
@@ -86,7 +86,7 @@ def rewind(
     as_json: JsonOption = False,
 ) -> None:
     """Cut a list back to a message, as a new version (the cut messages stay in history)."""
-    with open_ledger(store, tenant) as ledger:
+    with open_ledger(store, tenant, writes=not dry_run) as ledger:
         state = load_existing(ledger, session)
         msgs = state.lists.get(list_name, [])
         ids = [m.id for m in msgs]
@@ -122,7 +122,7 @@ def delete(
     as_json: JsonOption = False,
 ) -> None:
     """Delete a session and all its history (asks first; --yes in scripts)."""
-    with open_ledger(store, tenant) as ledger:
+    with open_ledger(store, tenant, writes=not dry_run) as ledger:
         state = load_existing(ledger, session)
         versions = len(ledger.history(session))
         count = sum(len(m) for m in state.lists.values())
@@ -154,7 +154,7 @@ def purge(
     as_json: JsonOption = False,
 ) -> None:
     """Forget history older than the last KEEP_LAST versions (asks first; --yes in scripts)."""
-    with open_ledger(store, tenant) as ledger:
+    with open_ledger(store, tenant, writes=not dry_run) as ledger:
         load_existing(ledger, session)
         versions = [v.version for v in ledger.history(session)]
         first_kept = versions[max(0, len(versions) - keep_last)]

@@ -8,6 +8,8 @@ target is a conflict found before anything is written, and so is one whose oldes
 record holds nothing (its history purged up to an emptied version): no store can hold that as
 a first version, since a session exists from its first commit (``Ledger``'s ``created``).
 
+``--to memory://`` is refused: that store would end, copy and all, as the command exits.
+
 The store API has no list of tenants, so ``--tenant`` names the ones to move (repeatable;
 default: the configured tenant).
 """
@@ -26,7 +28,7 @@ from rich.progress import Progress
 from agentledger.cli.config import setting
 from agentledger.cli.errors import EXIT_CONFLICT, EXIT_FAILURE, EXIT_USAGE, CliError, state
 from agentledger.cli.output import JsonOption, Output
-from agentledger.cli.store import open_ledger, resolve_store
+from agentledger.cli.store import lasting, open_ledger, resolve_store
 from agentledger.store import Ledger
 from agentledger.store.transfer import export_session, import_versions
 
@@ -81,7 +83,7 @@ def migrate(
     as_json: JsonOption = False,
 ) -> None:
     """Copy every session, with every version, to another store, and verify every digest."""
-    if resolve_store(from_url) == resolve_store(to_url):
+    if resolve_store(from_url) == lasting(resolve_store(to_url), "--to"):
         raise CliError("--from and --to are the same store", EXIT_USAGE)
     tenants = tenant or [setting("tenant", os.environ.get("AGENTLEDGER_TENANT")) or "default"]
     with ExitStack() as stack:

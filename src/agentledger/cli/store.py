@@ -4,6 +4,9 @@
   the user data directory (``config``); the chosen URL is remembered for error hints.
 - A command that only reads never creates a store: a SQLite file or JSONL directory that does
   not exist is "not found" (exit 3), not an empty store made on the spot.
+- A command that writes refuses ``memory://`` (``lasting``): that store lives in the command's
+  process, so what the command wrote would be gone as it exits, after saying it was done.
+  ``demo``, ``chat`` and ``serve`` take it: they use the store for as long as they run.
 - PostgreSQL is probed once with a short connect timeout, so an unreachable server fails in
   seconds with one line, not after the pool's 30 s of retries and a screen of pool warnings.
 """
@@ -20,7 +23,14 @@ from agentledger.errors import CorruptStoreError, StoreUnavailableError
 from agentledger.store import Ledger
 from agentledger.store.sqlite_schema import applied_migrations
 
-__all__ = ["PG_CONNECT_TIMEOUT", "chosen_tenant", "default_path", "open_ledger", "resolve_store"]
+__all__ = [
+    "PG_CONNECT_TIMEOUT",
+    "chosen_tenant",
+    "default_path",
+    "lasting",
+    "open_ledger",
+    "resolve_store",
+]
 
 #: Seconds the command line waits for a PostgreSQL server before giving up.
 PG_CONNECT_TIMEOUT = 3
@@ -40,6 +50,19 @@ def resolve_store(store: str | None) -> str:
         return f"sqlite:///{default_path()}"
     if not url.strip():
         raise CliError("the store URL is empty (see --store or AGENTLEDGER_STORE)", EXIT_USAGE)
+    return url
+
+
+def lasting(url: str, option: str = "--store") -> str:
+    """``url``, for a command that writes to it, unless it is ``memory://``: a usage error
+    then, as that store ends with the command's process and what it wrote with it."""
+    if url.split("://", 1)[0] == "memory":
+        raise CliError(
+            f"{option} memory:// holds what this command writes only until it exits, so nothing "
+            "would be kept; give a store that lasts: sqlite:///file.db, jsonl:///dir or "
+            "postgresql://...",
+            EXIT_USAGE,
+        )
     return url
 
 
@@ -66,10 +89,14 @@ def _probe_postgres(url: str) -> None:
         raise StoreUnavailableError(f"cannot connect to PostgreSQL: {exc}") from None
 
 
-def open_ledger(store: str | None, tenant: str | None, *, create: bool = False) -> Ledger:
+def open_ledger(
+    store: str | None, tenant: str | None, *, create: bool = False, writes: bool = False
+) -> Ledger:
     """A ``Ledger`` on the chosen store. Without ``create``, a missing local store is "not
-    found" instead of being created."""
+    found" instead of being created; with ``writes``, ``memory://`` is refused (``lasting``)."""
     url = resolve_store(store)
+    if writes:
+        lasting(url)
     state.store = url
     path = _local_path(url)
     if path is not None and not create and not path.exists():

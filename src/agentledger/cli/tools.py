@@ -217,7 +217,7 @@ def repair(
     """Repair a history that strict providers reject, as a new version (the old one still loads)."""
     if provider is Provider.agui:
         raise CliError("agui is the lenient target: check it, there is nothing to repair", 2)
-    with open_ledger(store, tenant) as ledger:
+    with open_ledger(store, tenant, writes=not dry_run) as ledger:
         state = load_existing(ledger, session)
         msgs = _list_of(state, session, list_name)
         unanswered = "drop" if strategy is Strategy.drop else "error_result"

@@ -143,7 +143,7 @@ def import_(
     transcript = _transcript(data, path)
     if transcript is not None and session is None:
         session = "imported" if path == "-" else Path(path).stem
-    with open_ledger(store, tenant, create=True) as ledger:
+    with open_ledger(store, tenant, create=True, writes=True) as ledger:
         try:
             if transcript is not None:
                 report = ledger.import_openai(session or "", transcript, overwrite=overwrite)
