@@ -122,6 +122,41 @@ def test_a_command_that_writes_refuses_a_store_that_ends_with_it(
         assert_error(dry, EXIT_NOT_FOUND, "no session 'chat'")
 
 
+_PAST = str(2**63)  # one more than any store holds
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["demo", "--turns", "1001"], "--turns"),  # ran for hours and filled the disk
+        (["demo", "--turns", "1" + "0" * 30], "--turns"),
+        (["serve", "--workers", "129"], "--workers"),  # as many processes
+        (["show", "chat", "--version", "-1"], "--version"),  # was "no version -1", exit 3
+        (["check", "chat", "--version", "-1"], "--version"),
+        (["fork", "chat", "x", "--at-version", "-1"], "--at-version"),
+        (["diff", "chat", "1", "--", "-1"], "v2"),
+        (["diff", "chat", "1", _PAST], "v2"),
+        (["show", "chat", "--version", _PAST], "--version"),
+        (["sessions", "--limit", _PAST], "--limit"),  # was refused as "list_sessions.limit"
+        (["sessions", "--offset", _PAST], "--offset"),
+        (["show", "chat", "--limit", _PAST], "--limit"),
+        (["search", "hi", "--limit", _PAST], "--limit"),
+        (["purge", "chat", "--keep-last", _PAST, "--yes"], "--keep-last"),
+    ],
+)
+def test_a_number_out_of_bounds_is_a_usage_error_naming_its_option(
+    store: str, args: list[str], option: str
+) -> None:
+    assert_error(cli(*args, "--store", store), EXIT_USAGE, f"'{option}'", "--help")
+
+
+def test_the_largest_limit_is_taken(store: str) -> None:
+    """A limit of 2**63 - 1 was refused: the listing asked the store for one more."""
+    result = cli("sessions", "--limit", str(2**63 - 1), "--store", store, "--json")
+    assert result.exit_code == 0, result.output
+    assert [row["session"] for row in json.loads(result.stdout)] == ["chat"]
+
+
 def test_a_bad_sessions_cursor_is_a_usage_error(store: str) -> None:
     assert_error(cli("sessions", "--store", store, "--after", "nope"), EXIT_USAGE, "cursor")
     [row] = json.loads(cli("sessions", "--store", store, "--json").stdout)

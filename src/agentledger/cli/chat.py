@@ -181,15 +181,17 @@ class ChatSession:
             self._say(f"forked; now in session {name!r}")
 
     async def _undo(self, arg: str) -> None:
-        if arg and not (arg.isascii() and arg.isdigit() and int(arg) > 0):
+        number = arg.lstrip("0") if arg else "1"
+        if not (number.isascii() and number.isdigit()):
             self._say(
                 f"usage: /undo [N] removes the last N messages (N >= 1), got {arg!r}", "yellow"
             )
             return
-        count = int(arg or 1)
+        # past 18 digits, more than any list holds (and int() refuses 4,300 digits and more)
+        count = int(number) if len(number) <= 18 else None
         state = await self.ledger.load(self.session)
         msgs = state.context
-        if count > len(msgs):
+        if count is None or count > len(msgs):
             self._say(f"only {len(msgs)} messages to undo; nothing changed", "yellow")
             return
         try:  # at the version read: what another writer added meanwhile is not cut unseen

@@ -26,7 +26,7 @@ from agentledger.messages import Msg, TextBlock, decode, encode
 from agentledger.store import Ledger, SaveReport, Store, open_store
 from agentledger.testing.samples import sample_conversation
 
-__all__ = ["register", "run_ledger_demo"]
+__all__ = ["MAX_TURNS", "register", "run_ledger_demo"]
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -158,9 +158,23 @@ def _validate(msgs: list[Msg]) -> None:
     check(msgs, target="openai")
 
 
+#: The most turns ``--turns`` takes: each is a save of 4 more messages (about 5 KB of text, 7 KB
+#: stored with its version), so 1,000 make a 4,000-message session of about 8 MB in seconds;
+#: with no bound, a mistyped number ran for hours and filled the disk.
+MAX_TURNS = 1000
+
+
 def demo(
     store: StoreOption = None,
-    turns: Annotated[int, typer.Option(min=1, help="Turns to grow the demo session to.")] = 50,
+    turns: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_TURNS,
+            help=f"Turns to grow the demo session to (at most {MAX_TURNS:,}; each adds 4 "
+            "messages, about 7 KB stored).",
+        ),
+    ] = 50,
 ) -> None:
     """Run an offline demonstration on a real SQLite file (no API key needed); rerunnable."""
     if store is None:

@@ -19,11 +19,13 @@ from agentledger.cli.options import (
     StoreOption,
     TenantOption,
     YesOption,
+    version_option,
 )
 from agentledger.cli.output import JsonOption, Output
 from agentledger.cli.sessions import load_existing
 from agentledger.cli.store import open_ledger
 from agentledger.errors import ConflictError
+from agentledger.messages.checks import MAX_COUNT
 from agentledger.store.ids import shown
 from agentledger.store.state import CONTEXT
 
@@ -45,7 +47,7 @@ def confirm(question: str, yes: bool) -> None:
 def fork(
     session: Annotated[str, typer.Argument(help="Source session id.")],
     new_session: Annotated[str, typer.Argument(help="New session id (must not exist).")],
-    at_version: Annotated[int | None, typer.Option(help="Fork as of this version.")] = None,
+    at_version: Annotated[int | None, version_option("Fork as of this version.")] = None,
     store: StoreOption = None,
     tenant: TenantOption = None,
     as_json: JsonOption = False,
@@ -145,7 +147,10 @@ def delete(
 def purge(
     session: SessionArg,
     keep_last: Annotated[
-        int, typer.Option(min=1, help="Versions to keep loadable (1: only the current one).")
+        int,
+        typer.Option(
+            min=1, max=MAX_COUNT, help="Versions to keep loadable (1: only the current one)."
+        ),
     ] = 1,
     store: StoreOption = None,
     tenant: TenantOption = None,

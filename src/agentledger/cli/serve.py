@@ -20,7 +20,11 @@ from agentledger.cli.store import chosen_tenant, resolve_store
 from agentledger.server.app import DEFAULT_MAX_BODY
 from agentledger.server.config import ENV_VAR, ServeConfig
 
-__all__ = ["register"]
+__all__ = ["MAX_WORKERS", "register"]
+
+#: The most worker processes ``--workers`` starts: an async worker serves many runs at once, so
+#: more than this is a typo, and each is a process with its own store connections.
+MAX_WORKERS = 128
 
 
 def serve(
@@ -30,7 +34,10 @@ def serve(
     store: StoreOption = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_WORKERS, help=f"Worker processes (at most {MAX_WORKERS})."),
+    ] = 1,
     tools: Annotated[
         str | None,
         typer.Option(help="Server-side tools as module:attribute (a tool or a list of them)."),

@@ -16,11 +16,13 @@ from agentledger.cli.options import (
     SessionArg,
     StoreOption,
     TenantOption,
+    version_option,
 )
 from agentledger.cli.output import JsonOption, Output, describe, message_json, utc
 from agentledger.cli.store import open_ledger
 from agentledger.errors import SessionNotFoundError
 from agentledger.messages import encode_value
+from agentledger.messages.checks import MAX_COUNT
 from agentledger.store import Ledger, SessionState
 
 __all__ = ["describe", "load_existing", "register"]
@@ -64,7 +66,8 @@ def list_sessions(
     """
     out = Output(as_json)
     with open_ledger(store, tenant) as ledger:
-        more = None if limit is None else limit + 1  # one more says whether a next page exists
+        # one more says whether a next page exists (none can past MAX_COUNT)
+        more = None if limit is None else min(limit + 1, MAX_COUNT)
         infos = ledger.list_sessions(limit=more, offset=offset, after=after)
         where = ledger.store.location or "memory://"
     following = limit is not None and 0 < limit < len(infos)
@@ -97,7 +100,7 @@ def show(
     session: SessionArg,
     store: StoreOption = None,
     tenant: TenantOption = None,
-    version: Annotated[int | None, typer.Option(help="Show the session as it was then.")] = None,
+    version: Annotated[int | None, version_option("Show the session as it was then.")] = None,
     limit: LimitOption = None,
     offset: OffsetOption = 0,
     as_json: JsonOption = False,
@@ -176,7 +179,7 @@ def search(
     query: Annotated[str, typer.Argument(help="Words to find (every word must match).")],
     store: StoreOption = None,
     tenant: TenantOption = None,
-    limit: Annotated[int, typer.Option(min=1, help="Show at most this many.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_COUNT, help="Show at most this many.")] = 20,
     as_json: JsonOption = False,
 ) -> None:
     """Full-text search over live message text."""

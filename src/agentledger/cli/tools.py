@@ -17,7 +17,14 @@ import typer
 
 from agentledger.cli.errors import EXIT_FAILURE, EXIT_NOT_FOUND, CliError
 from agentledger.cli.manage import ListOption
-from agentledger.cli.options import DryRunOption, SessionArg, StoreOption, TenantOption
+from agentledger.cli.options import (
+    DryRunOption,
+    SessionArg,
+    StoreOption,
+    TenantOption,
+    version_argument,
+    version_option,
+)
 from agentledger.cli.output import JsonOption, Output, describe, message_json
 from agentledger.cli.sessions import load_existing
 from agentledger.cli.store import open_ledger
@@ -79,8 +86,8 @@ def diff_lists(name: str, old: list[Msg], new: list[Msg]) -> list[dict[str, Any]
 
 def diff(
     session: SessionArg,
-    v1: Annotated[int, typer.Argument(help="The older version.")],
-    v2: Annotated[int, typer.Argument(help="The newer version.")],
+    v1: Annotated[int, version_argument("The older version.")],
+    v2: Annotated[int, version_argument("The newer version.")],
     store: StoreOption = None,
     tenant: TenantOption = None,
     as_json: JsonOption = False,
@@ -159,7 +166,7 @@ def check(
         typer.Option(help="Whose rules: strict (every provider), openai, anthropic, agui."),
     ] = Provider.strict,
     list_name: ListOption = CONTEXT,
-    version: Annotated[int | None, typer.Option(help="Check the session as it was then.")] = None,
+    version: Annotated[int | None, version_option("Check the session as it was then.")] = None,
     store: StoreOption = None,
     tenant: TenantOption = None,
     as_json: JsonOption = False,
