@@ -100,6 +100,7 @@ async def test_slash_commands_explain_bad_arguments_and_keep_going(tmp_path: Pat
                 "/undo 0",
                 "/undo 99",
                 "/undo " + "9" * 5000,  # int() refuses it: the chat ended with a ValueError
+                "/undo " + "x" * 100_000,  # was echoed whole
                 "/frobnicate",
                 "/fork",
                 "/undo",
@@ -109,7 +110,8 @@ async def test_slash_commands_explain_bad_arguments_and_keep_going(tmp_path: Pat
     )
     out = console.export_text()
     assert "usage: /undo [N] removes the last N messages (N >= 1), got 'abc'" in out
-    assert "got '²'" in out
+    assert "got '²'" in out and "x" * 81 not in out
+    assert "x" * 80 + "'…" in out and "100,000 characters)" in out  # wrapped at 120 columns
     assert "got '0'" in out and out.count("only 2 messages to undo; nothing changed") == 2
     assert "unknown command /frobnicate; commands: /history" in out
     assert "usage: /fork NAME" in out

@@ -167,7 +167,7 @@ def test_settings_come_from_flag_then_environment_then_config_file(
     ("content", "words"),
     [
         ("store = ", "cannot read the config file"),
-        ('colour = "red"', "unknown key(s) colour"),
+        ('colour = "red"', "unknown key(s) 'colour'"),
         ("tenant = 3", "tenant in"),
     ],
 )

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentledger.cli.errors import EXIT_CONFLICT, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_USAGE
+from agentledger.messages import Msg
+from agentledger.store import Ledger
 from tests.cli.conftest import assert_error, cli
 
 
@@ -243,3 +245,56 @@ def test_a_save_whose_outcome_is_unknown_says_how_to_find_out() -> None:
     exc = OutcomeUnknownError("saving session 'chat' as version 3 failed, outcome unknown")
     assert exit_code_for(exc) == EXIT_FAILURE
     assert "agentledger history" in _message(exc)
+
+
+_HUGE = "n" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["rewind", "chat", "--to-message", _HUGE], EXIT_NOT_FOUND, "no message"),
+        (["rewind", "chat", "--to-message", "u", "--list", _HUGE], EXIT_NOT_FOUND, "list"),
+        (["check", "chat", "--list", _HUGE], EXIT_NOT_FOUND, "holds no list"),
+        (["repair", "chat", "--list", _HUGE], EXIT_NOT_FOUND, "holds no list"),
+        (["show", _HUGE, "--version", "99"], EXIT_USAGE, "session id"),
+        (["show", "chat", "--tenant", _HUGE], EXIT_USAGE, "tenant id"),
+        (["import", "t.json", "--session", _HUGE], EXIT_USAGE, "session id"),
+        (["sessions", "--after", _HUGE], EXIT_USAGE, "cursor"),
+        (["sessions", "--store", "x" + _HUGE], EXIT_USAGE, "unknown store URL"),
+        (["sessions", "--store", "sqlite:///" + _HUGE], EXIT_FAILURE, "too long"),  # the OS's
+        (["check", "chat", "--provider", _HUGE], EXIT_USAGE, "--provider"),  # click's
+    ],
+)
+def test_a_huge_name_is_not_echoed_whole(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list, code: int, said: str
+) -> None:
+    """A 1 MB list name, message id, store URL or option value came back whole: a megabyte on
+    the terminal for one error line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.json").write_text('[{"role": "user", "content": "hi"}]')
+    if "--store" not in args:
+        args = [*args, "--store", store]
+    line = assert_error(cli(*args), code, said)
+    assert len(line) < 2100, line[:3000]
+    if code == EXIT_NOT_FOUND or "store URL" in said or "cursor" in said:
+        assert "'… (1,000,0" in line  # a name: its start, and how long it is
+
+
+def test_an_unknown_config_key_of_a_megabyte_is_shown_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'{_HUGE} = "x"\n')
+    monkeypatch.setenv("AGENTLEDGER_CONFIG", str(config))
+    line = assert_error(cli("sessions"), EXIT_USAGE, "unknown key(s)", "(1,000,000 characters)")
+    assert len(line) < 400
+
+
+def test_a_hint_names_a_long_session_by_placeholder(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    long = "l" * 200
+    with Ledger(url) as ledger:
+        ledger.save(long, [Msg.user("hi")])
+    line = assert_error(cli("show", long, "--version", "9", "--store", url), EXIT_NOT_FOUND)
+    assert f"agentledger history SESSION --store {url}" in line

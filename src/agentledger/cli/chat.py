@@ -35,6 +35,7 @@ from agentledger.errors import (
     SessionNotFoundError,
 )
 from agentledger.store.aio import AsyncLedger
+from agentledger.store.ids import shown
 
 __all__ = ["ChatSession", "register", "resolve_model"]
 
@@ -171,7 +172,7 @@ class ChatSession:
         try:
             await self.ledger.fork(self.session, name)
         except ConflictError:
-            self._say(f"session {name!r} already exists; still in {self.session!r}", "yellow")
+            self._say(f"session {shown(name)} already exists; still in {self.session!r}", "yellow")
         except SessionNotFoundError:
             self._say(f"nothing to fork yet: {self.session!r} has no messages", "yellow")
         except AgentLedgerError as exc:  # a bad id, say
@@ -184,7 +185,7 @@ class ChatSession:
         number = arg.lstrip("0") if arg else "1"
         if not (number.isascii() and number.isdigit()):
             self._say(
-                f"usage: /undo [N] removes the last N messages (N >= 1), got {arg!r}", "yellow"
+                f"usage: /undo [N] removes the last N messages (N >= 1), got {shown(arg)}", "yellow"
             )
             return
         # past 18 digits, more than any list holds (and int() refuses 4,300 digits and more)

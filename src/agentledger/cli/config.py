@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 from agentledger.cli.errors import EXIT_USAGE, CliError
+from agentledger.store.ids import shown
 
 __all__ = ["KEYS", "config_path", "setting"]
 
@@ -45,11 +46,14 @@ def _read(path: Path) -> dict[str, str]:
     unknown = sorted(set(data) - set(KEYS))
     if unknown:
         raise CliError(
-            f"unknown key(s) {', '.join(unknown)} in {path}; known: {', '.join(KEYS)}", EXIT_USAGE
+            f"unknown key(s) {', '.join(map(shown, unknown))} in {path}; known: {', '.join(KEYS)}",
+            EXIT_USAGE,
         )
     for key, value in data.items():
         if not isinstance(value, str):
-            raise CliError(f"{key} in {path} must be a string, got {value!r}", EXIT_USAGE)
+            raise CliError(
+                f"{key} in {path} must be a string, got {type(value).__name__}", EXIT_USAGE
+            )
     return data
 
 

@@ -12,7 +12,10 @@ exit codes, the same in every command (README "Command line" lists them):
 
 A traceback is a bug report, not an error message: it is shown only with ``--debug`` (or
 ``AGENTLEDGER_DEBUG=1``). Errors raised by the library already say what went wrong; this module
-adds the hint that says what to do next.
+adds the hint that says what to do next. Names in messages are shown shortened
+(``store.ids.shown``), and a line is cut at ``MAX_LINE`` characters whatever it holds: a value
+that click or the operating system echoes (a 100 KB ``--provider``, a file name too long to
+open) would otherwise fill the terminal.
 """
 
 from __future__ import annotations
@@ -40,12 +43,14 @@ from agentledger.errors import (
     UserError,
     VersionNotFoundError,
 )
+from agentledger.store.ids import SHOWN_CHARS
 
 __all__ = [
     "EXIT_CONFLICT",
     "EXIT_FAILURE",
     "EXIT_NOT_FOUND",
     "EXIT_USAGE",
+    "MAX_LINE",
     "CliError",
     "LedgerGroup",
     "exit_code_for",
@@ -57,6 +62,9 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
+
+#: The longest error line printed: room for any path in use and a hint, not for a megabyte.
+MAX_LINE = 2000
 
 
 class CliError(Exception):
@@ -99,13 +107,21 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
+def _session() -> str:
+    """The session the command works on, as a hint's command names it (``SESSION`` when there
+    is none, or when it is too long to show)."""
+    if state.session and len(state.session) <= SHOWN_CHARS:
+        return state.session
+    return "SESSION"
+
+
 def _hint(exc: BaseException) -> str:
     """What to do next, for errors whose message says only what went wrong."""
     where = f" --store {state.store}" if state.store else ""
     if isinstance(exc, SessionNotFoundError):
         return f"list the sessions with: agentledger sessions{where}"
     if isinstance(exc, VersionNotFoundError):
-        return f"list the versions with: agentledger history {state.session or 'SESSION'}{where}"
+        return f"list the versions with: agentledger history {_session()}{where}"
     if isinstance(exc, SessionBusyError):
         return "another run is using it; wait for it to finish, or use another session"
     if isinstance(exc, ConflictError):
@@ -113,12 +129,11 @@ def _hint(exc: BaseException) -> str:
     if isinstance(exc, StoreUnavailableError):
         return "check that the store is reachable and has space, then retry; nothing was changed"
     if isinstance(exc, OutcomeUnknownError):
-        session = state.session or "SESSION"
-        return f"see whether it was saved with: agentledger history {session}{where}"
+        return f"see whether it was saved with: agentledger history {_session()}{where}"
     if isinstance(exc, CorruptStoreError):
         return "the stored data is damaged; nothing was changed (restore it from a backup)"
     if isinstance(exc, HistoryError):
-        return f"see the findings with: agentledger check {state.session or 'SESSION'}{where}"
+        return f"see the findings with: agentledger check {_session()}{where}"
     return ""
 
 
@@ -143,7 +158,10 @@ def report(exc: BaseException) -> int:
     exit code."""
     if state.debug and not isinstance(exc, click.ClickException):
         traceback.print_exception(exc, file=sys.stderr)
-    typer.echo(f"error: {one_line(_message(exc))}", err=True)
+    line = one_line(_message(exc))
+    if len(line) > MAX_LINE:
+        line = f"{line[:MAX_LINE]}… ({len(line):,} characters)"
+    typer.echo(f"error: {line}", err=True)
     return exit_code_for(exc)
 
 

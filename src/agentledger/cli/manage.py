@@ -94,7 +94,7 @@ def rewind(
         ids = [m.id for m in msgs]
         if to_message not in ids:
             raise CliError(
-                f"no message {to_message!r} in {session}/{list_name} "
+                f"no message {shown(to_message)} in list {shown(list_name)} of {session} "
                 f"(see the ids with: agentledger show {session} --json)",
                 EXIT_NOT_FOUND,
             )
@@ -128,7 +128,7 @@ def delete(
         state = load_existing(ledger, session)
         versions = len(ledger.history(session))
         count = sum(len(m) for m in state.lists.values())
-        what = f"session {session!r} ({count} messages, {versions} versions on record)"
+        what = f"session {shown(session)} ({count} messages, {versions} versions on record)"
         if not dry_run:
             confirm(f"delete {what}?", yes)
             ledger.delete(session)
@@ -169,7 +169,7 @@ def purge(
             removed = None
         else:
             if dropped:
-                confirm(f"make versions {span} of {session!r} unloadable for good?", yes)
+                confirm(f"make versions {span} of {shown(session)} unloadable for good?", yes)
             removed = ledger.purge_history(session, keep_last=keep_last)
     kept = f"v{first_kept}..v{versions[-1]} still load"
     if removed is None:

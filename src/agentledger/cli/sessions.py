@@ -24,6 +24,7 @@ from agentledger.errors import SessionNotFoundError
 from agentledger.messages import encode_value
 from agentledger.messages.checks import MAX_COUNT
 from agentledger.store import Ledger, SessionState
+from agentledger.store.ids import shown
 
 __all__ = ["describe", "load_existing", "register"]
 
@@ -35,7 +36,7 @@ def load_existing(ledger: Ledger, session: str, version: int | None = None) -> S
         raise CliError("version 0 is the empty session before the first commit", EXIT_USAGE)
     loaded = ledger.load(session, version=version)
     if not loaded.exists:
-        raise SessionNotFoundError(f"no session {session!r} in {ledger.store.location}")
+        raise SessionNotFoundError(f"no session {shown(session)} in {ledger.store.location}")
     return loaded
 
 
@@ -152,7 +153,7 @@ def history(
     out = Output(as_json)
     with open_ledger(store, tenant) as ledger:
         if not ledger.exists(session):
-            raise SessionNotFoundError(f"no session {session!r} in {ledger.store.location}")
+            raise SessionNotFoundError(f"no session {shown(session)} in {ledger.store.location}")
         versions = ledger.history(session)
     out.table(
         ("version", "committed (UTC)", "appended", "replaced", "truncated", "values set"),

@@ -29,6 +29,7 @@ from agentledger.cli.output import JsonOption, Output, describe, message_json
 from agentledger.cli.sessions import load_existing
 from agentledger.cli.store import open_ledger
 from agentledger.messages import Msg, encode_value
+from agentledger.store.ids import shown
 from agentledger.store.state import CONTEXT
 from agentledger.wire import repair as repair_history
 from agentledger.wire import validate
@@ -135,7 +136,7 @@ def _list_of(state: Any, session: str, name: str) -> list[Any]:
     if name not in state.lists and name != CONTEXT:
         held = ", ".join(sorted(state.lists)) or "none"
         raise CliError(
-            f"{session} v{state.version} holds no list {name!r} (its lists: {held})",
+            f"{session} v{state.version} holds no list {shown(name)} (its lists: {held})",
             EXIT_NOT_FOUND,
         )
     return state.lists.get(name, [])
