@@ -182,24 +182,23 @@ def emptied(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("content", ["[]", '{"messages": []}', "plain export"])
-def test_an_import_of_nothing_into_a_new_session_is_refused(
+def test_an_import_of_nothing_makes_a_session_that_holds_nothing(
     emptied: str, tmp_path: Path, content: str
 ) -> None:
     """It said "imported e.json as v0 (1 version(s), 0 messages written)", exit 0, and made no
-    session: a session exists from its first commit, and nothing commits nothing."""
+    session: an import is asked to make the session, empty or not."""
     path = tmp_path / "e.json"
     if content == "plain export":
         assert cli("export", "e", str(path), "--store", emptied).exit_code == 0
     else:
         path.write_text(content)
-    for overwrite in ([], ["--overwrite"]):
-        line = assert_error(
-            cli("import", str(path), "--session", "new", *overwrite, "--store", emptied), 2
-        )
-        assert "e.json cannot be imported" in line and "nothing was written" in line
-        assert "holds no messages" in line and "v0" not in line
-    with Ledger(emptied) as ledger:
-        assert not ledger.exists("new")
+    for session, overwrite in (("new", []), ("other", ["--overwrite"])):
+        result = cli("import", str(path), "--session", session, *overwrite, "--store", emptied)
+        assert result.exit_code == 0, result.output
+        assert result.stdout == f"imported {path} as v1 (1 version(s), 0 messages written)\n"
+        with Ledger(emptied) as ledger:
+            assert ledger.exists(session) and ledger.version(session) == 1
+            assert ledger.messages(session) == []
 
 
 def test_an_emptied_session_travels_with_its_history(emptied: str, tmp_path: Path) -> None:
@@ -231,10 +230,11 @@ def test_an_empty_file_over_a_session_empties_it_as_a_new_version(
         assert ledger.messages("live", version=1) != []
 
 
-def test_a_fork_of_an_emptied_session_is_refused(emptied: str) -> None:
+def test_a_fork_of_an_emptied_session_makes_a_session_that_holds_nothing(emptied: str) -> None:
     """It said "forked e v2 -> copy (0 messages)" and made no session."""
-    line = assert_error(cli("fork", "e", "copy", "--store", emptied), 2, "'e' v2 holds no messages")
-    assert "nothing was written" in line
-    assert cli("fork", "e", "copy", "--at-version", "1", "--store", emptied).exit_code == 0
+    result = cli("fork", "e", "copy", "--store", emptied)
+    assert result.exit_code == 0, result.output
+    assert cli("fork", "e", "old", "--at-version", "1", "--store", emptied).exit_code == 0
     with Ledger(emptied) as ledger:
-        assert [m.id for m in ledger.messages("copy")] == ["u"]
+        assert ledger.exists("copy") and ledger.messages("copy") == []
+        assert [m.id for m in ledger.messages("old")] == ["u"]

@@ -3,7 +3,8 @@
 The conformance suite checks what every backend stores; these tests pin what the ledger does
 between the caller and any backend: it remembers as committed only what it committed, it keeps
 re-planning a save that lost a race, deriving a title does not read the session, and a fork or
-an import that would make a session of nothing is refused rather than reported as version 0.
+an import of a state that holds nothing makes a session that holds nothing (it reported
+version 0 and made none).
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from collections.abc import Callable
 
 import pytest
 
-from agentledger.errors import ConflictError, UserError
+from agentledger.errors import ConflictError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from agentledger.store import ledger as ledger_module
 from agentledger.store.base import CommitPlan
 from agentledger.store.memory import MemoryStore
+from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
 
 
 class _HookedStore(MemoryStore):
@@ -187,28 +189,33 @@ def test_saving_a_reloaded_context_without_user_text_decodes_no_message() -> Non
     assert len(still_encoded) == 3001  # none of them was decoded to look for a title
 
 
-def test_a_fork_or_import_of_nothing_makes_no_session_and_says_so() -> None:
-    """Each returned version 0 and made no session: a session exists from its first commit,
-    and an empty state commits nothing."""
-    ledger = Ledger("memory://")
-    ledger.save("e", [Msg.user("hi", id="u")])
-    ledger.save("e", [])
-    plain = io.BytesIO()
-    ledger.export("e", plain)
-    attempts = {
-        "fork": lambda: ledger.fork("e", "new"),
-        "transcript": lambda: ledger.import_openai("new", []),
-        "transcript, overwrite": lambda: ledger.import_openai("new", [], overwrite=True),
-        "export": lambda: ledger.import_(plain.getvalue(), session="new"),
-        "export, overwrite": lambda: ledger.import_(
-            plain.getvalue(), session="new", overwrite=True
-        ),
-    }
-    for what, attempt in attempts.items():
-        with pytest.raises(UserError, match="nothing to make session 'new' of") as caught:
-            attempt()
-        assert "nothing was written" in str(caught.value), what
-        assert not ledger.exists("new") and ledger.list_sessions()[0].session_id == "e"
-    assert ledger.fork("e", "new", at_version=1).version == 1  # a version that holds something
-    assert ledger.import_openai("new", [], overwrite=True).version == 2  # empties it
-    assert ledger.messages("new") == [] and ledger.messages("new", version=1) != []
+def test_a_fork_or_import_of_nothing_makes_a_session_that_holds_nothing(
+    backend: str,  # noqa: F811
+    ledger_on: LedgerOn,  # noqa: F811
+) -> None:
+    """Each returned version 0 and made no session, reporting success: a fork or an import is
+    asked to make a session, and an emptied one is made as it was, holding nothing."""
+    with ledger_on(backend) as ledger:
+        ledger.save("e", [Msg.user("hi", id="u")])
+        ledger.save("e", [])
+        plain = io.BytesIO()
+        ledger.export("e", plain)
+        makes = {
+            "fork": lambda new: ledger.fork("e", new),
+            "transcript": lambda new: ledger.import_openai(new, []),
+            "transcript, overwrite": lambda new: ledger.import_openai(new, [], overwrite=True),
+            "export": lambda new: ledger.import_(plain.getvalue(), session=new),
+            "export, overwrite": lambda new: ledger.import_(
+                plain.getvalue(), session=new, overwrite=True
+            ),
+        }
+        for i, (what, make) in enumerate(makes.items()):
+            new = f"new{i}"
+            report = make(new)
+            assert (report.version, report.noop, report.appended) == (1, False, 0), what
+            again = Ledger(ledger.store)  # what the store holds, not the ledger's memory of it
+            assert again.exists(new) and again.version(new) == 1, what
+            assert again.messages(new) == [] and again.load(new).values == {}, what
+            assert again.save(new, [Msg.user("later", id="l")]).version == 2, what
+        assert ledger.import_openai("new0", [], overwrite=True).version == 3  # empties it
+        assert ledger.import_openai("new0", [], overwrite=True).noop  # already empty

@@ -4,9 +4,7 @@ Each session travels as its history export (``export --history`` then ``import``
 so the target holds one commit per source version, each made of the same messages. Afterwards
 every version is loaded back from both stores and compared by digest, list by list, value by
 value: a migration that cannot prove itself exits 1. A session that already exists in the
-target is a conflict found before anything is written, and so is one whose oldest version on
-record holds nothing (its history purged up to an emptied version): no store can hold that as
-a first version, since a session exists from its first commit (``Ledger``'s ``created``).
+target is a conflict found before anything is written.
 
 ``--to memory://`` is refused: that store would end, copy and all, as the command exits.
 
@@ -61,18 +59,6 @@ def _move(source: Ledger, target: Ledger, session: str, tenant: str) -> dict[str
     }
 
 
-def _starting_empty(source: Ledger, sessions: list[tuple[str, str]]) -> list[str]:
-    """The sessions (as ``tenant/session vN``) whose oldest version on record, ``vN``, holds
-    no message and no value."""
-    found = []
-    for tenant, session in sessions:
-        oldest = source.history(session, tenant=tenant)[0].version
-        state = source.load(session, tenant=tenant, version=oldest)
-        if not any(state.lists.values()) and not state.values:
-            found.append(f"{tenant}/{session} v{oldest}")
-    return found
-
-
 def migrate(
     from_url: Annotated[str, typer.Option("--from", help="The store to copy from.")],
     to_url: Annotated[str, typer.Option("--to", help="The store to copy into.")],
@@ -97,15 +83,6 @@ def migrate(
                 f"{len(taken)} session(s) already exist in {to_url}, e.g. {taken[0]}; nothing "
                 "was copied",
                 EXIT_CONFLICT,
-            )
-        empty = _starting_empty(source, sessions)
-        if empty:
-            raise CliError(
-                f"{len(empty)} session(s) start, at their oldest version on record, holding no "
-                f"message and no value, e.g. {empty[0]}, and a session cannot be made of "
-                "nothing; nothing was copied (delete them, or purge their history up to a "
-                "version that holds something)",
-                EXIT_FAILURE,
             )
         moved = []
         console = Console(stderr=True)

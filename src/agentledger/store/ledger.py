@@ -164,22 +164,6 @@ def check_value(name: str, value: Any) -> bytes | None:
     return encode_value(value)
 
 
-def created(report: SaveReport, session: str, held: str) -> SaveReport:
-    """``report`` of a save meant to make ``session`` exist (a fork, an import), once it did.
-
-    A session exists from its first commit, and an empty state is what version 0 already is:
-    a save that gives a session that does not exist nothing to hold commits nothing. Such a
-    save is refused here (nothing was written), never reported as if version 0 had been made.
-    ``held`` says what was given, e.g. "the transcript holds no messages".
-    """
-    if report.version == 0:
-        raise UserError(
-            f"{held}, so there is nothing to make session {shown(session)} of (a session exists "
-            "from its first commit, which needs a message or a value); nothing was written"
-        )
-    return report
-
-
 class Ledger:
     """Sessions in one store, keyed by ``(tenant, session_id)``.
 
@@ -528,6 +512,29 @@ class Ledger:
         emptied and deleted, so the session then holds exactly what was given); a value of
         ``None`` deletes it.
         """
+        return self._save_state(
+            session,
+            lists=lists,
+            values=values,
+            tenant=tenant,
+            expected_version=expected_version,
+            drop_unnamed=drop_unnamed,
+        )
+
+    def _save_state(
+        self,
+        session: str,
+        *,
+        lists: Mapping[str, Sequence[Msg]] | None = None,
+        values: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+        drop_unnamed: bool = False,
+        create: bool = False,
+    ) -> SaveReport:
+        """``save_state``; with ``create``, a session that does not exist is made even when
+        what it is given holds nothing (an empty state, which a save leaves uncommitted as
+        version 0 already is): what a fork or an import, asked to make a session, commits."""
         key = self.key(session, tenant)
         if expected_version is not None:
             checks.count("save", "expected_version", expected_version)
@@ -564,7 +571,7 @@ class Ledger:
                         actual=head.version,
                     )
                 try:
-                    planned = self._plan(key, head, lists, encoded_values)
+                    planned = self._plan(key, head, lists, encoded_values, create=create)
                 except AttributeError:
                     self._explain_bad_item(lists)
                     raise
@@ -641,9 +648,12 @@ class Ledger:
         head: Head,
         lists: Mapping[str, Sequence[Msg]],
         values: Mapping[str, bytes | None],
+        *,
+        create: bool = False,
     ) -> _Planned:
         """The commit that makes the session equal ``lists`` and ``values`` (None if it already
-        is), and what the head becomes once it commits (see ``_Planned``)."""
+        is, unless ``create`` and the session does not exist: then the commit that makes it),
+        and what the head becomes once it commits (see ``_Planned``)."""
         plan = CommitPlan(
             key=key,
             base_version=head.version,
@@ -690,7 +700,7 @@ class Ledger:
                 plan.values[name] = None
             elif raw is not None and current != digest_of(raw):
                 plan.values[name] = raw
-        if not plan.lists and not plan.values:
+        if not plan.lists and not plan.values and not (create and head.version == 0):
             planned.plan = None
             planned.title_at = head.title_at
             return planned
@@ -790,21 +800,19 @@ class Ledger:
         """Start ``new_session`` as a copy of ``session`` at ``at_version`` (default latest).
 
         The new session must not exist; large media is shared, not copied. A version that
-        holds nothing (every list emptied, no value) is refused with ``UserError``: a copy of
-        it would be a session with nothing to commit (see ``created``).
+        holds nothing (every list emptied) makes a session that holds nothing.
         """
         state = self.load(session, tenant=tenant, version=at_version)
         if not state.exists:
             raise SessionNotFoundError(f"no session {session!r} to fork")
-        report = self.save_state(
+        return self._save_state(
             new_session,
             lists=state.lists,
             values=state.values,
             tenant=new_tenant if new_tenant is not None else tenant,
             expected_version=0,
+            create=True,
         )
-        held = f"session {shown(session)} v{state.version} holds no messages and no values"
-        return created(report, new_session, held)
 
     # -- moving data in and out (see ``transfer``) ------------------------------------------
     def sync(
@@ -862,21 +870,17 @@ class Ledger:
         tenant: str | None = None,
         overwrite: bool = False,
     ) -> SaveReport:
-        """Store an OpenAI chat-completions transcript as the session's context.
-
-        An empty transcript empties the context of an existing session (with ``overwrite``);
-        for a session that does not exist it is ``UserError``, as there is nothing to make
-        the session of (see ``created``).
-        """
+        """Store an OpenAI chat-completions transcript as the session's context (an empty
+        one makes a session that holds nothing, or empties an existing one's context)."""
         from agentledger.store.transfer import as_messages
 
-        report = self.save(
+        return self._save_state(
             session,
-            as_messages(messages),
+            lists={CONTEXT: as_messages(messages)},
             tenant=tenant,
             expected_version=None if overwrite else 0,
+            create=True,
         )
-        return created(report, session, "the transcript holds no messages")
 
     def export(self, session: str, target: Any, *, tenant: str | None = None) -> int:
         """Write the session to a JSONL file or binary stream; returns the message count."""

@@ -27,7 +27,7 @@ from agentledger.errors import UserError
 from agentledger.messages import Msg, encode, encode_value
 from agentledger.store.export_format import EXPORT_FORMAT, Snapshot, read_snapshots
 from agentledger.store.ids import check_list_name
-from agentledger.store.ledger import check_value, created
+from agentledger.store.ledger import check_value
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -224,9 +224,8 @@ def import_versions(
     exactly the export (lists and values it does not name are removed) and the old content
     stays in its history.
 
-    A session that does not exist cannot start from a version that holds nothing (an export
-    of an emptied session without its history, or a history purged up to an emptied version):
-    that is ``UserError``, before anything is written (see ``Ledger``'s ``created``).
+    A first version that holds nothing (an export of an emptied session, a history purged up
+    to an emptied version) makes a session that holds nothing, as it did in the source.
     """
     header, snapshots = read_snapshots(source)
     target = session or header["session"]
@@ -235,24 +234,9 @@ def import_versions(
     expected = None if overwrite else 0
     for snapshot in snapshots:
         report = _save_snapshot(ledger, target, snapshot, tenant, expected)
-        created(report, target, _held(snapshot))  # only the first can make none
         expected = report.version
         reports.append(report)
     return reports
-
-
-def _held(snapshot: Snapshot) -> str:
-    """What an export that gives nothing to start a session from holds (its first version,
-    ``snapshot``), and how to export one that does."""
-    if snapshot.version is not None:
-        return (
-            f"the export's first version (v{snapshot.version}) holds no messages and no values "
-            "(its history was purged up to an emptied version)"
-        )
-    return (
-        "the export holds no messages and no values (to carry an emptied session's versions, "
-        "export it with its history)"
-    )
 
 
 def _check_snapshots(snapshots: Sequence[Snapshot]) -> None:
@@ -269,13 +253,14 @@ def _check_snapshots(snapshots: Sequence[Snapshot]) -> None:
 def _save_snapshot(
     ledger: Ledger, target: str, snapshot: Snapshot, tenant: str | None, expected: int | None
 ) -> SaveReport:
-    return ledger.save_state(
+    return ledger._save_state(
         target,
         lists=snapshot.lists,
         values=snapshot.values,
         tenant=tenant,
         expected_version=expected,
         drop_unnamed=True,
+        create=True,
     )
 
 
