@@ -172,3 +172,17 @@ def test_a_shift_writes_only_the_messages_it_adds(kind: str, at: int, count: int
         else:
             assert written == added
         assert diff.kept == len(new) - len(diff.changed)
+
+
+def test_a_message_whose_copy_follows_does_not_hold_a_dropped_prefix_in_place() -> None:
+    """Old ``[A, B, C, D, A, E]``, new ``[X, D, A, E2]``: the planner kept the first ``A`` (it
+    comes back two rows on in the new list) and wrote ``D`` again after it, where the copy of
+    ``A`` after ``D`` gives it back: three rows written for two added (found by the Agents SDK
+    session's edit property, a window over repeated function calls)."""
+    a, b, c, d, e = (Msg.user(t, id=t) for t in "abcde")
+    x, e2 = Msg.user("x", id="x"), Msg.user("e2", id="e")
+    committed, new = [a, b, c, d, a, e], [x, d, a, e2]
+    for known in (committed, ()):
+        diff = diff_list(_digests(committed), new, known)
+        assert [new[p] for p in diff.changed] == [x, e2]
+        assert diff.runs == [(3, 1, 2)]

@@ -287,7 +287,11 @@ class _Aligner:
             found = self.find_old(self.digest_at(i), j, j_end) if j < j_end else -1
             if found > j + 1:  # keep old j if it comes back sooner than found - j rows away
                 ahead = self.find_new(self.committed[j], i + 1, i_end)
-                if 0 <= ahead - i < found - j:
+                # ... and only old j can give it back: not a copy of it at or after found
+                if (
+                    0 <= ahead - i < found - j
+                    and self.find_old(self.committed[j], found, j_end) < 0
+                ):
                     found = -1
             if found < 0:
                 changed.append(i)
