@@ -55,7 +55,13 @@ from agentledger.messages.blocks import (
 )
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg
-from agentledger.wire.media import ANTHROPIC_IMAGE_TYPES, media_note, normal_media_type
+from agentledger.wire.media import (
+    ANTHROPIC_IMAGE_TYPES,
+    handle_issuer,
+    media_note,
+    normal_media_type,
+    refused_handle,
+)
 from agentledger.wire.openai import IdMode
 from agentledger.wire.private import (
     ANTHROPIC_EXTRA_KEY,
@@ -173,6 +179,9 @@ def _tool_result(block: ToolResultBlock, wire_id: str) -> dict[str, Any]:
 
 def _media(block: MediaBlock) -> dict[str, Any]:
     media_type = normal_media_type(block.media_type)
+    why = refused_handle(block, "anthropic")
+    if why is not None:
+        return _note(block, why)
     if isinstance(block, ImageBlock):
         kind = "image"
         if block.data is not None and media_type not in ANTHROPIC_IMAGE_TYPES:
@@ -181,7 +190,7 @@ def _media(block: MediaBlock) -> dict[str, Any]:
         kind = "document"
         if block.data is not None and media_type not in ("application/pdf", "text/plain"):
             return _note(block, "Anthropic takes PDF and plain-text documents")
-        by_url = block.url is not None and PROVIDER_FILE_KEY not in block.metadata
+        by_url = block.url is not None and handle_issuer(block) is None
         if by_url and media_type != "application/pdf":
             return _note(block, "Anthropic fetches only PDF documents by URL")
     else:
@@ -196,10 +205,8 @@ def _media(block: MediaBlock) -> dict[str, Any]:
         else:
             data = base64.b64encode(block.data).decode("ascii")
             source = {"type": "base64", "media_type": media_type, "data": data}
-    elif block.metadata.get(PROVIDER_FILE_KEY) == "anthropic":
+    elif handle_issuer(block) is not None:  # Anthropic's own: refused_handle let it through
         source = {"type": "file", "file_id": block.url}
-    elif PROVIDER_FILE_KEY in block.metadata:
-        return _note(block, "another provider's file handle means nothing to Anthropic")
     else:
         source = {"type": "url", "url": block.url}
     out: dict[str, Any] = {"type": kind, "source": source}

@@ -13,9 +13,18 @@ message keeps the media; only the request carries the note. What is accepted:
 - OpenAI chat: images (png, jpeg, gif, webp inline; any URL) and audio (``input_audio``, inline
   wav or mp3 only) and PDF files (inline ``file_data``, which must carry a ``filename``, or a
   ``file_id``), in user messages only.
+- OpenAI Responses: images (png, jpeg, gif, webp inline; any URL; a ``file_id``) and files
+  (inline PDF, a ``file_url``, a ``file_id``); a part read from Responses goes back as it was.
 - Anthropic: images (jpeg, png, gif, webp inline; any URL), documents (PDF inline or by URL,
   plain text inline), Files-API handles; in user turns and tool results. ``image/jpg``, which
   some clients write, is sent as ``image/jpeg``.
+
+A block whose ``url`` is a provider's file handle (``PROVIDER_FILE_KEY``: an OpenAI ``file_id``,
+an Anthropic Files-API id, an AG-UI client's ``file`` source) is not a URL: it means something
+only to the provider that issued it, and only for the media that provider takes by handle.
+``refused_handle`` makes that decision for every writer and every media kind, so a handle is
+never sent as an image URL (the API takes the request's types, then refuses the request, and
+every later one carrying the same history).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import base64
 import binascii
 import mimetypes
 import urllib.parse
+from typing import Literal
 
 from agentledger.errors import UserError
 from agentledger.messages.blocks import Block, MediaBlock
@@ -33,12 +43,15 @@ __all__ = [
     "ANTHROPIC_IMAGE_TYPES",
     "OPENAI_AUDIO_FORMATS",
     "OPENAI_IMAGE_TYPES",
+    "MediaTarget",
     "b64decode",
     "data_url",
     "default_filename",
+    "handle_issuer",
     "media_note",
     "normal_media_type",
     "parse_data_url",
+    "refused_handle",
 ]
 
 OPENAI_IMAGE_TYPES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp"))
@@ -55,6 +68,43 @@ OPENAI_AUDIO_FORMATS = {
 ANTHROPIC_IMAGE_TYPES = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
 
 _ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+
+MediaTarget = Literal["openai", "responses", "anthropic"]
+"""A format that sends media to a provider: OpenAI chat, OpenAI Responses, Anthropic."""
+
+_TARGET_NAMES = {"openai": "OpenAI chat", "responses": "OpenAI Responses", "anthropic": "Anthropic"}
+_ISSUERS = {"openai": "openai", "responses": "openai", "anthropic": "anthropic"}
+#: The media kinds (``block_type``) each target takes by a file handle of its provider's.
+_BY_HANDLE = {
+    "openai": frozenset(("file",)),  # a file part's file_id; images only by URL or inline
+    "responses": frozenset(("image", "file")),  # input_image / input_file file_id
+    "anthropic": frozenset(("image", "file")),  # a Files-API source of an image or document
+}
+
+
+def handle_issuer(block: MediaBlock) -> str | None:
+    """Who issued the file handle ``block.url`` is (``PROVIDER_FILE_KEY``: ``"openai"``,
+    ``"anthropic"``, ``""`` when unknown), or ``None`` when the block holds inline data or a
+    URL anyone can fetch."""
+    if block.data is not None or PROVIDER_FILE_KEY not in block.metadata:
+        return None
+    issuer = block.metadata[PROVIDER_FILE_KEY]
+    return issuer if isinstance(issuer, str) else ""
+
+
+def refused_handle(block: MediaBlock, target: MediaTarget) -> str | None:
+    """Why ``target`` cannot take ``block`` by its file handle (the media note's reason), or
+    ``None``: the block holds no handle, or its handle is one ``target`` takes for that kind."""
+    issuer = handle_issuer(block)
+    if issuer is None:
+        return None
+    name = _TARGET_NAMES[target]
+    if issuer != _ISSUERS[target]:
+        return f"a file handle issued by {issuer or 'an unknown provider'} means nothing to {name}"
+    kind = block_type(block)
+    if kind not in _BY_HANDLE[target]:
+        return f"{name} takes no {kind} by file id"
+    return None
 
 
 def normal_media_type(media_type: str) -> str:

@@ -26,10 +26,11 @@ Mapping, and where the format cannot carry something:
   recovered from the matching call, ``is_error`` is lost.
 - Media: user messages carry images (``image_url``: png, jpeg, gif, webp as data URLs, or
   links), audio (``input_audio``: inline wav or mp3) and files (``file``: inline PDF
-  ``file_data``, named ``file.pdf`` when the block has no name, or a provider ``file_id``).
-  Anything the API refuses at a given place (other media types, video, audio by URL, media in
-  system/assistant/tool messages) becomes the media note of ``wire.media``, so the request
-  stays valid; the stored message keeps the media.
+  ``file_data``, named ``file.pdf`` when the block has no name, or an OpenAI ``file_id``).
+  Anything the API refuses at a given place (other media types, video, audio by URL, an image
+  by file id, another provider's file handle, media in system/assistant/tool messages) becomes
+  the media note of ``wire.media``, so the request stays valid; the stored message keeps the
+  media.
 - ``developer`` messages read as ``system`` and are written back as ``developer``. Top-level keys
   starting with ``_`` go into ``Msg.metadata`` (private) and are never written back; metadata is
   never written at all.
@@ -70,9 +71,11 @@ from agentledger.wire.media import (
     b64decode,
     data_url,
     default_filename,
+    handle_issuer,
     media_note,
     normal_media_type,
     parse_data_url,
+    refused_handle,
 )
 from agentledger.wire.private import (
     OPENAI_EXTRA_KEY,
@@ -254,6 +257,9 @@ def _content(blocks: Iterable[Block], *, media: bool) -> str | list[dict[str, An
 
 def _media_part(block: MediaBlock) -> dict[str, Any]:
     media_type = normal_media_type(block.media_type)
+    why = refused_handle(block, "openai")
+    if why is not None:
+        return _note(block, why)
     if isinstance(block, ImageBlock):
         if block.data is not None and media_type not in OPENAI_IMAGE_TYPES:
             return _note(block, "OpenAI takes png, jpeg, gif and webp images")
@@ -268,7 +274,7 @@ def _media_part(block: MediaBlock) -> dict[str, Any]:
         data = base64.b64encode(block.data).decode("ascii")
         return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
     if isinstance(block, FileBlock):
-        if block.metadata.get(PROVIDER_FILE_KEY) == "openai":
+        if handle_issuer(block) is not None:  # OpenAI's own: refused_handle let it through
             file: dict[str, Any] = {"file_id": block.url}
             if block.filename:
                 file["filename"] = block.filename

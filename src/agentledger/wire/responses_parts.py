@@ -26,7 +26,15 @@ from agentledger.messages.blocks import (
     TextBlock,
 )
 from agentledger.messages.values import thaw
-from agentledger.wire.media import b64decode, data_url, default_filename, media_note, parse_data_url
+from agentledger.wire.media import (
+    b64decode,
+    data_url,
+    default_filename,
+    handle_issuer,
+    media_note,
+    parse_data_url,
+    refused_handle,
+)
 from agentledger.wire.private import PROVIDER_FILE_KEY, RESPONSES_EXTRA_KEY, keep_unknown
 
 __all__ = ["RESPONSES_EXTRA_KEY", "block_part", "extras_of", "part_block"]
@@ -153,7 +161,8 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
     """The content part for ``block``; ``text_type`` is the default type of a text part there
     (``input_text`` or ``output_text``), ``image_detail`` whether the place requires ``detail``.
 
-    Media a Responses input cannot hold (audio, video) becomes a short text note.
+    Media a Responses input cannot hold (audio, video, another provider's file handle) becomes
+    the media note of ``wire.media``.
     """
     extra = extras_of(block.metadata)
     if isinstance(block, TextBlock):
@@ -166,19 +175,20 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
         if kind == "output_text" and (extra or {}).get("type") != kind:
             part.setdefault("annotations", [])  # required; a part read as one has what it had
         return part
-    if isinstance(block, ImageBlock):
-        part = {**(extra or {}), "type": "input_image"}
-        if block.metadata.get(PROVIDER_FILE_KEY) == "openai":
-            part["file_id"] = block.url
-        else:
-            part["image_url"] = block.url or data_url(block.media_type, block.data)
-        _detail(part, block, default="auto" if image_detail and extra is None else None)
-        return part
-    if isinstance(block, FileBlock) and not (
-        block.url and block.metadata.get(PROVIDER_FILE_KEY) not in (None, "openai")
-    ):
+    if not isinstance(block, (ImageBlock, FileBlock)):
+        return _note(block, "not supported in Responses input")
+    why = refused_handle(block, "responses")
+    if why is not None:
+        return _note(block, why)
+    if isinstance(block, FileBlock):
         return _file_part(block, extra)
-    return _note(block)
+    part = {**(extra or {}), "type": "input_image"}
+    if handle_issuer(block) is not None:  # OpenAI's own: refused_handle let it through
+        part["file_id"] = block.url
+    else:
+        part["image_url"] = block.url or data_url(block.media_type, block.data)
+    _detail(part, block, default="auto" if image_detail and extra is None else None)
+    return part
 
 
 def _detail(part: dict[str, Any], block: Block, default: str | None) -> None:
@@ -189,7 +199,7 @@ def _detail(part: dict[str, Any], block: Block, default: str | None) -> None:
 
 def _file_part(block: FileBlock, extra: dict[str, Any] | None) -> dict[str, Any]:
     part = {**(extra or {}), "type": "input_file"}
-    if block.metadata.get(PROVIDER_FILE_KEY) == "openai":
+    if handle_issuer(block) is not None:  # OpenAI's own: refused_handle let it through
         part["file_id"] = block.url
     elif block.url:
         part["file_url"] = block.url
@@ -213,5 +223,5 @@ def _decodes_to(kept: str, block: FileBlock) -> bool:
     return parsed is not None and parsed[1] == block.data
 
 
-def _note(block: Block) -> dict[str, Any]:
-    return {"type": "input_text", "text": media_note(block, "not supported in Responses input")}
+def _note(block: Block, why: str) -> dict[str, Any]:
+    return {"type": "input_text", "text": media_note(block, why)}
