@@ -117,3 +117,43 @@ def test_the_probers_cases_give_the_media_note() -> None:
         "type": "file",
         "file_id": "file_011CN",
     }
+
+
+# -- media types: Responses and chat follow one rule for media from other formats ----------------
+IMAGE_TYPES = ["image/png", "image/jpeg", "image/jpg", "IMAGE/GIF", "image/webp", "image/bmp",
+               "image/svg+xml", "image/tiff", "image/*"]  # fmt: skip
+FILE_TYPES = ["application/pdf", "text/plain", "text/csv", "application/octet-stream"]
+inline_media = st.one_of(
+    st.builds(
+        lambda media_type, data: ImageBlock(media_type=media_type, data=data),
+        st.sampled_from(IMAGE_TYPES),
+        st.binary(max_size=8),
+    ),
+    st.builds(
+        lambda media_type, data: FileBlock(media_type=media_type, data=data),
+        st.sampled_from(FILE_TYPES),
+        st.binary(max_size=8),
+    ),
+)
+
+
+@given(inline_media)
+def test_responses_sends_inline_media_from_other_formats_exactly_when_chat_does(block: Any) -> None:
+    chat, responses = _part("openai", block), _part("responses", block)
+    assert (chat["type"] == "text") == (responses["type"] == "input_text"), (chat, responses)
+    if responses["type"] == "input_text":
+        assert NOTE.match(responses["text"]) and responses["text"] == chat["text"]
+    elif responses["type"] == "input_image":  # a type the API takes, in its registered spelling
+        assert responses["image_url"] == chat["image_url"]["url"]
+        assert re.match(r"data:image/(png|jpeg|gif|webp);base64,", responses["image_url"])
+    else:
+        assert responses["file_data"].startswith("data:application/pdf;base64,")
+
+
+def test_a_part_read_from_responses_goes_back_as_it_was_whatever_its_type() -> None:
+    parts = [
+        {"type": "input_image", "image_url": "data:image/bmp;base64,Qk0=", "detail": "low"},
+        {"type": "input_file", "file_data": "data:text/csv;base64,YSxi", "filename": "t.csv"},
+    ]
+    items = [{"type": "message", "role": "user", "content": parts}]
+    assert to_responses(from_responses(items)) == items

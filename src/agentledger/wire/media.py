@@ -36,7 +36,7 @@ import urllib.parse
 from typing import Literal
 
 from agentledger.errors import UserError
-from agentledger.messages.blocks import Block, MediaBlock
+from agentledger.messages.blocks import Block, FileBlock, ImageBlock, MediaBlock
 from agentledger.wire.private import PROVIDER_FILE_KEY, block_type
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "handle_issuer",
     "media_note",
     "normal_media_type",
+    "openai_refused_type",
     "parse_data_url",
     "refused_handle",
 ]
@@ -80,6 +81,19 @@ _BY_HANDLE = {
     "responses": frozenset(("image", "file")),  # input_image / input_file file_id
     "anthropic": frozenset(("image", "file")),  # a Files-API source of an image or document
 }
+
+
+def openai_refused_type(block: MediaBlock) -> str | None:
+    """Why OpenAI (chat and Responses alike) refuses ``block``'s inline data for its media type
+    (the media note's reason), or ``None``: images must be png, jpeg, gif or webp, files PDF."""
+    if block.data is None:
+        return None
+    media_type = normal_media_type(block.media_type)
+    if isinstance(block, ImageBlock) and media_type not in OPENAI_IMAGE_TYPES:
+        return "OpenAI takes png, jpeg, gif and webp images"
+    if isinstance(block, FileBlock) and media_type != "application/pdf":
+        return "OpenAI takes only inline PDF files and its own file ids"
+    return None
 
 
 def handle_issuer(block: MediaBlock) -> str | None:

@@ -67,13 +67,13 @@ from agentledger.messages.msg import Msg
 from agentledger.messages.values import thaw
 from agentledger.wire.media import (
     OPENAI_AUDIO_FORMATS,
-    OPENAI_IMAGE_TYPES,
     b64decode,
     data_url,
     default_filename,
     handle_issuer,
     media_note,
     normal_media_type,
+    openai_refused_type,
     parse_data_url,
     refused_handle,
 )
@@ -260,9 +260,10 @@ def _media_part(block: MediaBlock) -> dict[str, Any]:
     why = refused_handle(block, "openai")
     if why is not None:
         return _note(block, why)
+    refused = openai_refused_type(block)
     if isinstance(block, ImageBlock):
-        if block.data is not None and media_type not in OPENAI_IMAGE_TYPES:
-            return _note(block, "OpenAI takes png, jpeg, gif and webp images")
+        if refused is not None:
+            return _note(block, refused)
         image: dict[str, Any] = {"url": block.url or data_url(media_type, block.data)}
         if "detail" in block.metadata:
             image["detail"] = thaw(block.metadata["detail"])  # as given, which may be any JSON
@@ -278,7 +279,7 @@ def _media_part(block: MediaBlock) -> dict[str, Any]:
             file: dict[str, Any] = {"file_id": block.url}
             if block.filename:
                 file["filename"] = block.filename
-        elif block.data is not None and media_type == "application/pdf":
+        elif block.data is not None and refused is None:  # a PDF
             filename = block.filename or default_filename(block)
             file = {"file_data": data_url(media_type, block.data), "filename": filename}
         else:

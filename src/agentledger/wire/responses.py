@@ -32,8 +32,9 @@ Mapping:
   was and never sent to another provider.
 - Messages from other formats are written in the plainest valid form: text as an input message,
   each tool call as a ``function_call``, each result as a ``function_call_output``; their
-  thinking is not written (a reasoning item must be OpenAI's own), audio and video become a
-  short text note, and ``is_error`` and ``name`` have no place.
+  thinking is not written (a reasoning item must be OpenAI's own), audio, video and media
+  OpenAI refuses (a bmp image, a csv file, another provider's file handle) become the media
+  note of ``wire.media``, as in ``to_openai``, and ``is_error`` and ``name`` have no place.
 
 ``from_live_items`` converts a ``sync()`` list that mixes ``Msg``, chat-completions dicts and
 Responses items: a dict with a top-level ``type`` (or with Responses content parts) is an item.

@@ -23,6 +23,7 @@ from agentledger.messages.blocks import (
     Block,
     FileBlock,
     ImageBlock,
+    MediaBlock,
     TextBlock,
 )
 from agentledger.messages.values import thaw
@@ -32,6 +33,8 @@ from agentledger.wire.media import (
     default_filename,
     handle_issuer,
     media_note,
+    normal_media_type,
+    openai_refused_type,
     parse_data_url,
     refused_handle,
 )
@@ -162,7 +165,9 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
     (``input_text`` or ``output_text``), ``image_detail`` whether the place requires ``detail``.
 
     Media a Responses input cannot hold (audio, video, another provider's file handle) becomes
-    the media note of ``wire.media``.
+    the media note of ``wire.media``, and so does a block from another format that OpenAI
+    refuses for its media type (a bmp image, a csv file: ``openai_refused_type``, the rule
+    ``to_openai`` follows); a part read from Responses goes back as it was.
     """
     extra = extras_of(block.metadata)
     if isinstance(block, TextBlock):
@@ -178,6 +183,8 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
     if not isinstance(block, (ImageBlock, FileBlock)):
         return _note(block, "not supported in Responses input")
     why = refused_handle(block, "responses")
+    if why is None and extra is None:  # a part read from Responses goes back as it was
+        why = openai_refused_type(block)
     if why is not None:
         return _note(block, why)
     if isinstance(block, FileBlock):
@@ -186,7 +193,7 @@ def block_part(block: Block, text_type: str, *, image_detail: bool) -> dict[str,
     if handle_issuer(block) is not None:  # OpenAI's own: refused_handle let it through
         part["file_id"] = block.url
     else:
-        part["image_url"] = block.url or data_url(block.media_type, block.data)
+        part["image_url"] = block.url or _data_url(block, extra)
     _detail(part, block, default="auto" if image_detail and extra is None else None)
     return part
 
@@ -206,13 +213,20 @@ def _file_part(block: FileBlock, extra: dict[str, Any] | None) -> dict[str, Any]
     else:
         kept = part.get("file_data")
         if not (isinstance(kept, str) and _decodes_to(kept, block)):
-            part["file_data"] = data_url(block.media_type, block.data)
+            part["file_data"] = _data_url(block, extra)
     filename = block.filename
     if filename is None and extra is None:  # the API wants a name with inline data
         filename = default_filename(block)
     if filename is not None:
         part["filename"] = filename
     return part
+
+
+def _data_url(block: MediaBlock, extra: dict[str, Any] | None) -> str:
+    """The data URL of ``block``: a part read from Responses in the media type it had, any
+    other in the type's registered spelling (``image/jpg`` is sent as ``image/jpeg``)."""
+    media_type = block.media_type if extra is not None else normal_media_type(block.media_type)
+    return data_url(media_type, block.data)
 
 
 def _decodes_to(kept: str, block: FileBlock) -> bool:
