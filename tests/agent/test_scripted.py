@@ -36,6 +36,7 @@ from agentledger.messages import (
     encode,
 )
 from agentledger.testing.scripted import ScriptedModel
+from agentledger.wire.private import arguments_object, arguments_text
 
 RICH = Msg.assistant(
     [
@@ -261,9 +262,21 @@ async def test_from_file_plays(tmp_path: Path) -> None:
     assert response.message.tool_calls == (ToolUseBlock(id="call_0_0", name="t", input={"a": 1}),)
 
 
+async def test_from_file_plays_arguments_shaped_like_the_raw_marker_as_that_object(
+    tmp_path: Path,
+) -> None:
+    arguments = {"_raw_arguments": "[1, 2]"}  # a tool parameter of that name, not our marker
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps([{"tool_calls": [{"name": "t", "arguments": arguments}]}]))
+    (call,) = (await complete(ScriptedModel.from_file(path), HELLO)).message.tool_calls
+    assert arguments_object(call) == arguments
+    assert json.loads(arguments_text(call)) == arguments
+
+
 @pytest.mark.parametrize(
     ("content", "match"),
     [
+        ('[{"tool_calls": [{"name": "t", "arguments": [1]}]}]', "must be an object"),
         ("{nope", "not valid JSON"),
         ('{"a": 1}', "list of turns"),
         ('[{"text": "x", "bogus": 1}]', "unknown keys"),

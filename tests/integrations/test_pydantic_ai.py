@@ -10,9 +10,11 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from pydantic_ai import messages as m
 
 from agentledger import Ledger
@@ -26,6 +28,7 @@ from agentledger.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from agentledger.wire.anthropic import to_anthropic
 from agentledger.wire.openai import to_openai
 from tests.integrations import pai_strategies as pst
 from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401 (fixtures)
@@ -112,6 +115,28 @@ def test_messages_are_native_blocks_and_the_rest_stays_private() -> None:
     sent = json.dumps(to_openai(msgs))
     assert METADATA_KEY not in sent and "provider_details" not in sent
     assert "12 cm." in sent and "measure" in sent
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arguments=pst.json_objects | st.builds(lambda s: {"_raw_arguments": s}, pst.texts),
+    as_text=st.booleans(),
+)
+def test_tool_arguments_reach_every_provider_as_the_object_they_hold(
+    arguments: dict[str, Any], as_text: bool
+) -> None:
+    """A parameter named ``_raw_arguments`` is the model's, not agentledger's marker."""
+    call = m.ToolCallPart("f", json.dumps(arguments) if as_text else arguments, "c1")
+    history = [
+        m.ModelRequest(parts=[m.UserPromptPart("go")]),
+        m.ModelResponse(parts=[call]),
+        m.ModelRequest(parts=[m.ToolReturnPart("f", "ok", "c1")]),
+    ]
+    msgs = to_msgs(history)
+    assert as_json(from_msgs(msgs)) == as_json(history)
+    assume(msgs[1].tool_calls)  # text past 64 bits is kept whole, beside the blocks
+    assert to_anthropic(msgs)[1][1]["content"][0]["input"] == arguments
+    assert json.loads(to_openai(msgs)[1]["tool_calls"][0]["function"]["arguments"]) == arguments
 
 
 def test_a_session_written_by_agentledger_loads_into_pydantic_ai() -> None:

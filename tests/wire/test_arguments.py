@@ -9,13 +9,20 @@ import uuid
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
 from agentledger import Ledger, Msg, ToolUseBlock
 from agentledger.errors import UserError
 from agentledger.messages import decode, encode
 from agentledger.messages.arguments import json_arguments
-from agentledger.wire import from_agui, from_openai, to_agui, to_anthropic, to_openai
+from agentledger.wire import (
+    from_agui,
+    from_anthropic,
+    from_openai,
+    to_agui,
+    to_anthropic,
+    to_openai,
+)
 from tests.messages.strategies import json_texts
 from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
 
@@ -64,6 +71,27 @@ def test_openai_text_comes_back_byte_for_byte(text: str) -> None:
     agui_call = to_agui(msgs)[1]["toolCalls"][0]
     assert agui_call["function"]["arguments"] == text
     assert from_agui(to_agui(msgs))[1].tool_calls == (call,)
+
+
+@given(text=json_texts)
+def test_an_object_given_as_an_object_is_sent_as_that_object_by_every_format(text: str) -> None:
+    """Anthropic gives arguments as an object: whatever it holds (a parameter named
+    ``_raw_arguments``, an integer past 64 bits), every format is sent that very object."""
+    exact = json_arguments(text)
+    assume(exact is not None and "NaN" not in text)
+    turns = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": exact}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
+    ]
+    msgs = from_anthropic(turns)
+    assert to_anthropic(msgs)[1][1]["content"][0]["input"] == exact
+    assert json.loads(_sent(msgs)) == exact
+    assert json.loads(to_agui(msgs)[1]["toolCalls"][0]["function"]["arguments"]) == exact
+    assert to_anthropic([decode(encode(m)) for m in msgs])[1][1]["content"][0]["input"] == exact
 
 
 @_SETTINGS

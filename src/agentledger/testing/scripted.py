@@ -69,7 +69,7 @@ from agentledger.messages.blocks import TextBlock, ThinkingBlock, ToolUseBlock
 from agentledger.messages.codec import decode
 from agentledger.messages.ids import new_id
 from agentledger.messages.msg import Msg, Usage
-from agentledger.wire.private import REFUSAL_KEY, arguments_text
+from agentledger.wire.private import REFUSAL_KEY, arguments_text, tool_use_from_object
 
 __all__ = ["PausePoint", "ScriptedModel", "ScriptedRequest", "Turn", "events_for"]
 
@@ -281,6 +281,9 @@ def _turn_from_json(item: Any, i: int, path: Path) -> Turn:
         if not isinstance(call, dict) or not call.get("name"):
             raise UserError(f"{where}: tool call {n} needs a name")
         call_id = call.get("id") or f"call_{i}_{n}"
-        blocks.append(ToolUseBlock(id=call_id, name=call["name"], input=call.get("arguments", {})))
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, Mapping):
+            raise UserError(f"{where}: tool call {n} arguments must be an object")
+        blocks.append(tool_use_from_object(call_id, call["name"], arguments))
     usage = Usage(**item["usage"]) if item.get("usage") else None
     return Msg.assistant(blocks, usage=usage)

@@ -37,12 +37,11 @@ that has no counterpart here is refused by name. Prompt-cache marks are a reques
 from __future__ import annotations
 
 import base64
-import json
 import mimetypes
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentledger.errors import CodecError, UserError
+from agentledger.errors import UserError
 from agentledger.messages.blocks import (
     Block,
     FileBlock,
@@ -72,6 +71,7 @@ from agentledger.wire.private import (
     keep_unknown,
     private_keys,
     require_fits,
+    tool_use_from_object,
 )
 from agentledger.wire.tool_ids import ToolIds, restore_ids
 
@@ -339,16 +339,11 @@ def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
 
 
 def _tool_use(b: Mapping[str, Any], index: int) -> ToolUseBlock:
-    """A tool call; an input a ``FrozenMap`` cannot hold exactly (an integer past 64 bits) is
-    kept as its JSON text, which gives the same object back (``arguments_object``)."""
+    """A tool call; its input object is kept exactly (``tool_use_from_object``)."""
     value = b.get("input") or {}
     if not isinstance(value, Mapping):
         raise UserError(f"message {index}: a tool_use input must be an object")
-    try:
-        return ToolUseBlock(id=b["id"], name=b.get("name", ""), input=value)
-    except CodecError:
-        text = json.dumps(value, ensure_ascii=False)
-        return ToolUseBlock(id=b["id"], name=b.get("name", ""), arguments=text)
+    return tool_use_from_object(b["id"], b.get("name", ""), value)
 
 
 def _parse_media(kind: str, b: Mapping[str, Any], index: int) -> Block:

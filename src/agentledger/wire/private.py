@@ -10,7 +10,8 @@ facts a wire format cannot carry (``SOURCE_ROLE_KEY``, ``PROVIDER_FILE_KEY``).
 Tool-call arguments are written here for every format: a format whose arguments are text
 (OpenAI, AG-UI, Responses) gets ``arguments_text(call)``, the model's own text byte for byte when
 the call came as text (``ToolUseBlock.arguments``), else ``input`` serialised; a format whose
-arguments are an object (Anthropic) gets ``arguments_object(call)``. Text that holds no JSON
+arguments are an object (Anthropic) gets ``arguments_object(call)``, and every reader of such a
+format builds the block with ``tool_use_from_object``. Text that holds no JSON
 object (truncated by an interrupt, or plain invalid) is marked in ``input`` by the private key
 ``{"_raw_arguments": "<text>"}`` (see ``messages.arguments``); blocks stored before
 ``ToolUseBlock.arguments`` existed carry only that marker, and it still gives the text back.
@@ -23,6 +24,7 @@ stored by content.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -73,6 +75,7 @@ __all__ = [
     "public_metadata",
     "require_fits",
     "strip_private",
+    "tool_use_from_object",
 ]
 
 SOURCE_ROLE_KEY = "_source_role"
@@ -242,6 +245,28 @@ def arguments_object(call: ToolUseBlock) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = plain_json(call.input)
     return out
+
+
+def tool_use_from_object(
+    call_id: str, name: str, arguments: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
+) -> ToolUseBlock:
+    """The ``ToolUseBlock`` for a call whose arguments came as a JSON object (Anthropic's
+    ``input``, a pydantic-ai ``args`` dict), for every reader of such a format.
+
+    The object is the block's ``input`` when that holds it exactly. An object a ``FrozenMap``
+    cannot hold (an integer past 64 bits) or one shaped like the raw marker
+    (``{"_raw_arguments": "<text>"}``, here a tool parameter of that name the model filled in)
+    is kept as its JSON text instead, which gives the very same object back
+    (``arguments_object``): built as ``input``, the marker would be read as text that holds no
+    object, and every format would be sent something else.
+    """
+    if not is_raw(arguments):
+        try:
+            return ToolUseBlock(id=call_id, name=name, input=arguments, metadata=metadata)
+        except CodecError:
+            pass
+    text = json.dumps(arguments, ensure_ascii=False)
+    return ToolUseBlock(id=call_id, name=name, arguments=text, metadata=metadata)
 
 
 def _public_json(message: Mapping[str, Any], where: str) -> bytes:

@@ -11,8 +11,10 @@ its keys in place (``null``) with the list of those the block carries (``native`
 
 A part with no native counterpart (a native tool call, a compaction, a kind this module has
 never seen) or whose content a block refuses (a URL with a control character, an integer over
-64 bits in tool arguments) is kept whole in the skeleton. Tool arguments whose exact text a
-block cannot reproduce (keys not in sorted order, ``1.0e2``) are kept verbatim beside it.
+64 bits in tool arguments given as text) is kept whole in the skeleton. Tool arguments given as
+an object become the block that gives that very object back (``tool_use_from_object``); those
+whose exact text a block cannot reproduce (keys not in sorted order, ``1.0e2``) are kept
+verbatim beside it.
 Nothing is ever dropped; the caller stores the skeletons as JSON text (``convert``).
 """
 
@@ -22,6 +24,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from agentledger.errors import CodecError, UserError
@@ -37,7 +40,12 @@ from agentledger.messages import (
     VideoBlock,
     thaw,
 )
-from agentledger.wire.private import RAW_ARGUMENTS_KEY
+from agentledger.wire.private import (
+    RAW_ARGUMENTS_KEY,
+    arguments_object,
+    arguments_text,
+    tool_use_from_object,
+)
 
 __all__ = ["MEDIA_BLOCKS", "URL_KINDS", "fill_part", "part_role", "split_part"]
 
@@ -147,20 +155,21 @@ def _split_tool_call(part: dict[str, Any]) -> tuple[list[Block], Skeleton]:
     args = part["args"]
     native: list[str] = []
     skeleton: Skeleton = {"fill": "tool_call", "native": native}
+    make: Callable[[str, str], ToolUseBlock]  # (id, name) -> the block
     if args is None:
-        tool_input: dict[str, Any] = {}
+        make = ToolUseBlock
         skeleton["args"] = "none"
     elif isinstance(args, dict):
-        tool_input = args
+        make = partial(_from_object, arguments=args)
         if _dumps(args, "compact") == json.dumps(args, separators=(",", ":"), ensure_ascii=False):
             skeleton["args"] = "object"  # keys already in the order the store keeps
     elif isinstance(args, str):
         parsed = _parsed_object(args)
-        if parsed is None:
-            tool_input = {RAW_ARGUMENTS_KEY: args}
+        if parsed is None:  # the text as the model wrote it (the block marks it raw)
+            make = partial(ToolUseBlock, arguments=args)
             skeleton["args"] = "raw"
         else:
-            tool_input = parsed
+            make = partial(ToolUseBlock, input=parsed)
             style = next((s for s in _ARGUMENT_STYLES if _dumps(parsed, s) == args), None)
             if style is not None:
                 skeleton["args"] = style
@@ -168,12 +177,12 @@ def _split_tool_call(part: dict[str, Any]) -> tuple[list[Block], Skeleton]:
         raise TypeError("arguments of unknown shape")
     if "args" in skeleton:
         _take(part, "args", native)
-    block = ToolUseBlock(
-        id=_take(part, "tool_call_id", native),
-        name=_take(part, "tool_name", native),
-        input=tool_input,
-    )
+    block = make(_take(part, "tool_call_id", native), _take(part, "tool_name", native))
     return [block], skeleton
+
+
+def _from_object(call_id: str, name: str, *, arguments: dict[str, Any]) -> ToolUseBlock:
+    return tool_use_from_object(call_id, name, arguments)
 
 
 def _dumps(value: Any, style: str) -> str:
@@ -331,9 +340,9 @@ def _fill_tool_call(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, An
     if style == "none":
         native["args"] = None
     elif style == "object":
-        native["args"] = json.loads(_dumps(thaw(block.input), "compact"))
+        native["args"] = json.loads(_dumps(arguments_object(block), "compact"))
     elif style == "raw":
-        native["args"] = block.input[RAW_ARGUMENTS_KEY]
+        native["args"] = arguments_text(block)
     elif style in _ARGUMENT_STYLES:
         native["args"] = _dumps(thaw(block.input), style)
     return native  # no style: the arguments are kept verbatim in the skeleton
