@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentledger import Ledger
-from agentledger.errors import CodecError
+from agentledger.errors import CodecError, UserError
 from agentledger.messages import thaw
 from agentledger.wire import from_anthropic, from_openai, to_anthropic, to_openai
 from agentledger.wire.openai import from_live_list
@@ -172,3 +172,31 @@ def test_any_unknown_key_of_an_openai_message_is_kept(base: dict[str, Any], extr
             if key in ("reasoning_content", "reasoning", "tool_call_id"):
                 continue  # mapped for some roles: read as that field, not kept
             assert kept[key] == value
+
+
+@given(
+    _extra_keys | st.just({"cache_control": {"type": "ephemeral"}, "citations": []}),
+    st.dictionaries(st.sampled_from(["_note", "_tag"]), _json, max_size=1),
+)
+def test_a_system_block_keeps_what_the_same_block_in_a_turn_keeps(
+    extra: dict[str, Any], private: dict[str, Any]
+) -> None:
+    block = {**extra, **private, "type": "text", "text": "You are terse."}
+    (system,) = from_anthropic([], system=[block])
+    (user,) = from_anthropic([{"role": "user", "content": [block]}])
+    assert system.content == user.content
+    assert thaw(system.content[0].metadata.get(ANTHROPIC_EXTRA_KEY, {})) == {
+        k: v for k, v in extra.items() if k not in ("type", "text")
+    }
+    assert to_anthropic([system])[0] == "You are terse."  # kept, never sent
+
+
+@pytest.mark.parametrize("text", [5, None, ["x"], {"t": 1}, "missing"])
+def test_a_text_block_whose_text_is_not_a_string_is_refused(text: object) -> None:
+    block: dict[str, Any] = (
+        {"type": "text"} if text == "missing" else {"type": "text", "text": text}
+    )
+    with pytest.raises(UserError, match="system block 1: a text block needs a string 'text'"):
+        from_anthropic([], system=[{"type": "text", "text": "ok"}, block])
+    with pytest.raises(UserError, match="message 0: a text block needs a string 'text'"):
+        from_anthropic([{"role": "user", "content": [block]}])

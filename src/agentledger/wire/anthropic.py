@@ -28,9 +28,10 @@ that is empty or only whitespace is not sent, nor a message left empty (the API 
 both). Tool-result names come back from the matching call. Metadata is never sent.
 
 Nothing read is dropped: a key with no field here (``cache_control``, ``citations``, a document's
-``context``, an unknown key of a turn or a source) is kept verbatim in the private metadata key
-``_anthropic`` of the block or message it came with (never sent, being private); a block type
-that has no counterpart here is refused by name. Prompt-cache marks are a request option
+``context``, an unknown key of a turn, a source or a system block) is kept verbatim in the
+private metadata key ``_anthropic`` of the block or message it came with (never sent, being
+private); a block type that has no counterpart here is refused by name, and so is a text block
+(in a turn or in ``system``) whose ``text`` is not a string. Prompt-cache marks are a request option
 (``AnthropicModel(cache=...)``), so they never enter a stored message.
 """
 
@@ -250,9 +251,8 @@ def from_anthropic(
         raise UserError(f'ids must be "given" or "derived", got {ids!r}')
     out: list[Msg] = []
     if system:
-        texts = [system] if isinstance(system, str) else [_text_of(b) for b in system]
         sid = content_id("ant-", "system", {"system": system}) if ids == "derived" else new_id()
-        out.append(Msg("system", [TextBlock(text=t) for t in texts], id=sid, created_at=None))
+        out.append(Msg("system", _system_blocks(system), id=sid, created_at=None))
     names: dict[str, str] = {}
     occurrences = Occurrences()
     for index, d in enumerate(messages):
@@ -290,16 +290,37 @@ def _turn_id(d: Mapping[str, Any], index: int, ids: IdMode, occurrences: Occurre
     return new_id()
 
 
-def _text_of(block: Any) -> str:
-    if not isinstance(block, Mapping) or block.get("type") != "text":
-        raise UserError("system blocks must be text blocks")
-    return str(block.get("text", ""))
+def _system_blocks(system: Any) -> list[Block]:
+    """The blocks of the ``system`` parameter: a string, or text blocks read as the text blocks
+    of a turn are (their other keys kept under ``_anthropic``)."""
+    if isinstance(system, str):
+        return [TextBlock(text=system)]
+    if not isinstance(system, (list, tuple)):
+        raise UserError(f"system must be a string or a list of text blocks, got {system!r}")
+    blocks = []
+    for n, b in enumerate(system):
+        if not isinstance(b, Mapping) or b.get("type") != "text":
+            raise UserError(f"system block {n}: system blocks must be text blocks")
+        blocks.append(_with_extras(_text_block(b, f"system block {n}"), b))
+    return blocks
+
+
+def _text_block(b: Mapping[str, Any], where: str) -> TextBlock:
+    text = b.get("text")
+    if not isinstance(text, str):
+        raise UserError(f"{where}: a text block needs a string 'text', got {text!r}")
+    return TextBlock(text=text)
 
 
 def _parse(b: Any, index: int, names: dict[str, str]) -> Block:
     kind = b.get("type") if isinstance(b, Mapping) else None
-    block = _parse_known(kind, b, index, names)
-    extra = keep_unknown(b, _BLOCK_KEYS[kind], ANTHROPIC_EXTRA_KEY)
+    return _with_extras(_parse_known(kind, b, index, names), b)
+
+
+def _with_extras(block: Block, b: Mapping[str, Any]) -> Block:
+    """``block`` read from ``b``, with the keys of ``b`` (and of its ``source``) that have no
+    field here kept verbatim under ``_anthropic``, and ``b``'s private keys kept as they are."""
+    extra = keep_unknown(b, _BLOCK_KEYS[b["type"]], ANTHROPIC_EXTRA_KEY)
     source = b.get("source")
     if isinstance(source, Mapping):
         unknown = keep_unknown(source, _SOURCE_KEYS, "source")
@@ -310,7 +331,7 @@ def _parse(b: Any, index: int, names: dict[str, str]) -> Block:
 
 def _parse_known(kind: Any, b: Any, index: int, names: dict[str, str]) -> Block:
     if kind == "text":
-        return TextBlock(text=b.get("text", ""))
+        return _text_block(b, f"message {index}")
     if kind == "thinking":
         return ThinkingBlock(thinking=b.get("thinking", ""), signature=b.get("signature") or None)
     if kind == "redacted_thinking":
