@@ -23,9 +23,12 @@ from agentledger import (
 )
 from agentledger.errors import UserError
 from agentledger.wire import (
+    FindingKind,
     ToolIds,
+    check,
     from_anthropic,
     from_openai,
+    from_responses,
     repair,
     to_anthropic,
     to_openai,
@@ -237,3 +240,87 @@ def test_repair_for_anthropic_always_yields_an_accepted_history(msgs: list, mode
     assert validate(report.messages, target="anthropic") == []
     again = repair(report.messages, unanswered=mode, target="anthropic")  # type: ignore[arg-type]
     assert again.changes == [] and again.messages == report.messages
+
+
+# -- an assistant message with nothing in it never reaches a provider ------------------------------
+def _said_nothing(d: dict) -> bool:
+    """An assistant chat message with nothing in it (blank or no content, no call, refusal or
+    reasoning): what the EMPTY_ASSISTANT rule says strict providers refuse."""
+    content = d.get("content")
+    blank = content is None or (isinstance(content, str) and not content.strip())
+    return blank and not any(d.get(k) for k in ("tool_calls", "refusal", "reasoning_content"))
+
+
+_thinking = st.sampled_from(
+    [
+        ThinkingBlock(thinking="unsigned"),
+        ThinkingBlock(thinking="signed", signature="sig"),
+        ThinkingBlock(thinking="opaque", redacted=True),
+        ThinkingBlock(thinking="mine", metadata={"_reasoning_source": "srv"}),
+    ]
+)
+_turn_msg = st.one_of(
+    st.just(Msg.user("u", created_at=None)),
+    st.just(Msg.user(" ", created_at=None)),
+    st.just(Msg.assistant("a", created_at=None)),
+    st.just(Msg.assistant(" ", created_at=None)),
+    st.lists(_thinking, min_size=1, max_size=2).map(lambda t: Msg.assistant(t, created_at=None)),
+    st.tuples(_thinking, st.sampled_from(["", "text"])).map(
+        lambda tt: Msg.assistant([tt[0], TextBlock(text=tt[1])], created_at=None)
+    ),
+    st.lists(_ids_small, min_size=1, max_size=2, unique=True).map(
+        lambda ids: Msg.assistant([ToolUseBlock(id=i, name="f") for i in ids], created_at=None)
+    ),
+    st.lists(_ids_small, min_size=1, max_size=2, unique=True).map(
+        lambda ids: Msg.tool([ToolResultBlock(id=i, output="r") for i in ids], created_at=None)
+    ),
+)
+
+
+@given(msgs=st.lists(_turn_msg, max_size=8), reasoning=st.sampled_from([False, True, "srv"]))
+def test_to_openai_never_writes_an_assistant_message_with_nothing_in_it(
+    msgs: list[Msg], reasoning: bool | str
+) -> None:
+    dicts = to_openai(msgs, reasoning=reasoning)
+    assert not [d for d in dicts if d["role"] == "assistant" and _said_nothing(d)], dicts
+    if not validate(msgs, target="openai"):  # and what passes the check reads back valid
+        assert validate(from_openai(dicts), target="openai") == []
+
+
+@given(msgs=st.lists(_turn_msg.filter(lambda m: m.role != "tool"), max_size=6))
+def test_anthropic_order_is_judged_on_what_to_anthropic_sends(msgs: list[Msg]) -> None:
+    _, turns = to_anthropic(msgs)
+    bad_order = any(
+        f.kind == FindingKind.BAD_ROLE_ORDER for f in validate(msgs, target="anthropic")
+    )
+    assert bad_order == bool(turns and turns[0]["role"] == "assistant"), turns
+
+
+def _responses_turn(calls: int, with_reasoning: bool) -> list[Msg]:
+    items: list[dict] = [{"role": "user", "content": "weather in Paris?"}]
+    if with_reasoning:
+        summary = [{"type": "summary_text", "text": "need weather"}]
+        items.append({"type": "reasoning", "id": "rs_1", "summary": summary})
+    for k in range(calls):
+        items.append({"type": "function_call", "call_id": f"c{k}", "name": "w", "arguments": "{}"})
+    items += [
+        {"type": "function_call_output", "call_id": f"c{k}", "output": "sun"} for k in range(calls)
+    ]
+    return from_responses(items)
+
+
+@given(
+    calls=st.integers(1, 4),
+    with_reasoning=st.booleans(),
+    reasoning=st.sampled_from([False, True]),
+)
+def test_a_responses_turn_has_one_shape_whatever_its_number_of_calls(
+    calls: int, with_reasoning: bool, reasoning: bool
+) -> None:
+    msgs = _responses_turn(calls, with_reasoning)
+    check(msgs, target="openai")
+    dicts = to_openai(msgs, reasoning=reasoning)
+    assert [d["role"] for d in dicts] == ["user", "assistant"] + ["tool"] * calls
+    answer = dicts[1]
+    assert answer["content"] is None and len(answer["tool_calls"]) == calls
+    assert ("reasoning_content" in answer) == (reasoning and with_reasoning)

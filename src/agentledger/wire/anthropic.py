@@ -75,6 +75,7 @@ from agentledger.wire.private import (
     tool_use_from_object,
 )
 from agentledger.wire.tool_ids import ToolIds, restore_ids
+from agentledger.wire.validate import sends
 
 __all__ = ["from_anthropic", "to_anthropic"]
 
@@ -138,13 +139,13 @@ def to_anthropic(
 
 def _block(block: Block, msg: Msg, ids: ToolIds) -> dict[str, Any] | None:
     require_fits(msg, block)
-    if isinstance(block, TextBlock):  # the API refuses empty and whitespace-only text
-        return {"type": "text", "text": block.text} if block.text.strip() else None
+    if not sends(block, "anthropic"):  # blank text, thinking Anthropic did not sign
+        return None
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
     if isinstance(block, ThinkingBlock):
         if block.redacted:
             return {"type": "redacted_thinking", "data": block.thinking}
-        if not block.signature:
-            return None
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if isinstance(block, ToolUseBlock):
         return {

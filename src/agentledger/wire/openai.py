@@ -7,8 +7,12 @@ keeps as its own history, which is how ``Ledger.sync`` persists them.
 Mapping, and where the format cannot carry something:
 
 - One ``Msg`` per OpenAI message, except that a ``Msg(role="tool")`` holding several results
-  becomes one ``tool`` message per result; ``from_openai`` never regroups, so position ``i`` of
-  the input is always message ``i`` of the output.
+  becomes one ``tool`` message per result, consecutive assistant messages are merged where
+  Chat Completions needs one (calls before the last of them; a message of thinking alone goes
+  with the next one), and an assistant message that sends nothing (thinking alone not written
+  back as reasoning, blank text) is left out: strict servers refuse an assistant message with
+  nothing in it. ``from_openai`` never regroups, so position ``i`` of the input is always
+  message ``i`` of the output.
 - Ids: OpenAI messages have none. ``include_ids=True`` writes ``Msg.id`` as a non-standard
   top-level ``"id"`` (the second and later results of a tool message get ``f"{id}:{n}"``); leave
   it off for strict providers, which reject unknown keys. ``from_openai`` reads ``"id"`` when
@@ -92,6 +96,7 @@ from agentledger.wire.private import (
     require_fits,
 )
 from agentledger.wire.tool_ids import ToolIds, restore_ids
+from agentledger.wire.validate import is_empty_assistant
 
 __all__ = [
     "OPENAI_ID_PREFIX",
@@ -149,29 +154,53 @@ def to_openai(
     for msg in _turns(msgs):
         if msg.role == "tool":
             out.extend(_tool_dicts(msg, include_ids, ids))
-        else:
+        elif msg.role != "assistant" or not _sends_nothing(msg, reasoning):
             out.append(_message_dict(msg, include_ids, reasoning, ids))
+        else:  # strict servers refuse an assistant message with nothing in it
+            for block in msg.content:
+                require_fits(msg, block)
     return out
 
 
+def _sends_nothing(msg: Msg, reasoning: bool | str) -> bool:
+    """Whether the assistant ``msg`` would be written with nothing in it: no block it sends
+    (``validate.sends``: thinking alone, blank text) and no reasoning written back."""
+    return is_empty_assistant(msg, "openai") and not any(
+        _sent_reasoning(b, reasoning) for b in msg.content
+    )
+
+
 def _turns(msgs: Iterable[Msg]) -> list[Msg]:
-    """``msgs`` with each run of consecutive assistant messages that calls tools before its last
-    message merged into one (the first one's id and fields): Chat Completions wants a call's
-    results right after the message that calls it, and a Responses-API history holds one call
-    per item. Other runs stay as they are, so a plain history converts message for message."""
+    """``msgs`` with each run of consecutive assistant messages made into what Chat Completions
+    takes. A message that sends nothing (``validate.sends``: its thinking is not sent) is folded
+    into the next one of its run, so its thinking goes with the answer or the calls it led to;
+    then a run that calls tools before its last message is merged into one (the first one's id
+    and fields): Chat Completions wants a call's results right after the message that calls it,
+    and a Responses-API history holds one call per item (and its reasoning in an item of its
+    own). Other runs stay as they are, so a plain history converts message for message; a
+    message that still sends nothing is left out by ``to_openai``."""
     out: list[Msg] = []
     run: list[Msg] = []
     for msg in [*msgs, None]:
         if msg is not None and msg.role == "assistant":
-            run.append(msg)
+            if run and is_empty_assistant(run[-1], "openai"):
+                run[-1] = _joined(run[-1], msg)
+            else:
+                run.append(msg)
             continue
         if len(run) > 1 and any(m.tool_calls for m in run[:-1]):
-            run = [run[0].replace(content=tuple(b for m in run for b in m.content))]
+            run = [_joined(*run)]
         out.extend(run)
         run = []
         if msg is not None:
             out.append(msg)
     return out
+
+
+def _joined(first: Msg, *rest: Msg) -> Msg:
+    """One assistant message holding the blocks of ``first`` and ``rest`` in order, with the
+    id and fields of ``first``."""
+    return first.replace(content=tuple(b for m in (first, *rest) for b in m.content))
 
 
 def _sent_reasoning(block: Block, reasoning: bool | str) -> bool:

@@ -11,18 +11,25 @@ Rules, by ``target``:
 - every target: each tool call is answered exactly once (``unanswered_call``,
   ``duplicate_result``), a result answers a call made before it (``orphan_result``,
   ``result_before_call``), tool-call ids are unique (``duplicate_call_id``), an assistant message
-  says something (``empty_assistant``: no text, media, thinking or tool call), a tool message
+  holds something (``empty_assistant``: no text, media, thinking or tool call), a tool message
   holds results and only results, tool calls and thinking sit in assistant messages
   (``empty_tool_message``, ``misplaced_block``);
 - ``strict``, ``openai``, ``anthropic``: the results for an assistant turn's calls follow that
   turn directly, before any other user, assistant or system message (``late_result``);
   consecutive assistant messages count as one turn (a Responses-API history holds one call per
   item), which ``to_openai`` and ``to_anthropic`` send as one message;
-- ``anthropic``: the first non-system message that sends anything (blank user text is not
-  sent) is a user message, and system messages come before the conversation (the API has one
-  system prompt) (``bad_role_order``); ``repair`` fixes both with ``target="anthropic"``.
+- ``anthropic``: the first non-system message that sends anything (blank text and thinking
+  Anthropic did not sign are not sent) is a user message, and system messages come before the
+  conversation (the API has one system prompt) (``bad_role_order``); ``repair`` fixes both with
+  ``target="anthropic"``.
 
 ``agui`` is the lenient target (a frontend tool's result may arrive after other messages).
+
+What a request for each target carries of a block is ``sends``, which the writers follow too:
+an assistant message that holds only what its target is not sent (thinking, for OpenAI chat; a
+thinking Anthropic did not sign) is valid, and ``to_openai`` and ``to_anthropic`` fold it into
+the next assistant message or leave it out, so no request ever holds an assistant message with
+nothing in it, and the history keeps the thinking.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentledger.errors import HistoryError, UserError
-from agentledger.messages.blocks import TextBlock, ToolResultBlock
+from agentledger.messages.blocks import Block, TextBlock, ThinkingBlock, ToolResultBlock
 from agentledger.messages.msg import Msg
 from agentledger.wire.private import block_fits, block_type
 
@@ -47,6 +54,7 @@ __all__ = [
     "Target",
     "check",
     "is_empty_assistant",
+    "sends",
     "starts_conversation",
     "starts_turn",
     "validate",
@@ -87,10 +95,26 @@ class Finding:
         return f"{self.kind.value} at message {self.index} ({self.message_id!r}): {self.text}"
 
 
-def is_empty_assistant(msg: Msg) -> bool:
-    """An assistant message with nothing in it: no text (blank text counts as none), no media,
-    no thinking, no tool call. Strict providers reject it."""
-    return all(isinstance(b, TextBlock) and not b.text.strip() for b in msg.content)
+def sends(block: Block, target: Target = "strict") -> bool:
+    """Whether a request for ``target`` carries ``block`` as something said: not blank text;
+    thinking only where the target's writer sends it (``openai``: none, as ``to_openai`` sends
+    none by default; ``anthropic``: signed or redacted thinking, the only kind its API takes;
+    ``strict`` and ``agui``: all of it, which the history keeps); anything else always."""
+    if isinstance(block, TextBlock):
+        return bool(block.text.strip())
+    if isinstance(block, ThinkingBlock):
+        if target == "openai":
+            return False
+        if target == "anthropic":
+            return block.redacted or bool(block.signature)
+    return True
+
+
+def is_empty_assistant(msg: Msg, target: Target = "strict") -> bool:
+    """An assistant message with nothing ``target`` is sent in it (``sends``); for ``strict``:
+    no text (blank text counts as none), no media, no thinking, no tool call. Strict providers
+    reject it."""
+    return not any(sends(b, target) for b in msg.content)
 
 
 def starts_turn(msgs: Sequence[Msg], i: int) -> bool:
@@ -102,12 +126,9 @@ def starts_turn(msgs: Sequence[Msg], i: int) -> bool:
 
 def starts_conversation(msg: Msg) -> bool:
     """Whether ``msg`` starts the conversation for Anthropic: a non-system message that sends
-    something (a user message of blank text is not sent at all)."""
-    if msg.role == "system":
-        return False
-    return msg.role != "user" or not all(
-        isinstance(b, TextBlock) and not b.text.strip() for b in msg.content
-    )
+    something (``sends``: a message of blank text, or of thinking Anthropic did not sign, is
+    not sent at all)."""
+    return msg.role != "system" and any(sends(b, "anthropic") for b in msg.content)
 
 
 def validate(msgs: Sequence[Msg], *, target: Target = "strict") -> list[Finding]:
