@@ -1,6 +1,7 @@
 """The event stream names what the store holds: for any answer a model streams, a client that
 applies the events ends with exactly the AG-UI messages ``to_agui`` gives for the stored answer
-(ids, text, reasoning, signatures, tool calls), and every START is ended."""
+(ids, text, reasoning, signatures, tool calls), and every START is ended; a signature the
+server sent comes back as one through a client, and no value a client made up does."""
 
 from __future__ import annotations
 
@@ -22,12 +23,18 @@ from agentledger.agent.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from agentledger.agent.react import ReActAgent
+from agentledger.messages import Msg, TextBlock, ThinkingBlock
 from agentledger.messages.values import freeze, thaw
+from agentledger.server import create_app
 from agentledger.server.encode import MessagesSnapshot, frame
 from agentledger.server.events import EventStream, error_code
 from agentledger.server.parse import RunRequest
+from agentledger.store.aio import AsyncLedger
+from agentledger.testing import ScriptedModel
+from agentledger.wire import to_anthropic
 from agentledger.wire.agui import from_agui, normalize_agui, to_agui
-from tests.server.conftest import check_order
+from tests.server.conftest import check_order, client_for, parse_frames
 from tests.wire.agui_strategies import agui_message
 
 pytest.importorskip("ag_ui.core")
@@ -158,3 +165,35 @@ def test_the_closing_snapshot_frame_is_what_the_protocols_encoder_writes(
     theirs = EventEncoder().encode(MessagesSnapshotEvent(messages=messages))
     assert ours.startswith("data: {") and ours.endswith("}\n\n") and "\n" not in ours[:-2]
     assert json.loads(ours[len("data: ") :]) == json.loads(theirs[len("data: ") :])
+
+
+async def test_our_signed_reasoning_keeps_its_signature_through_a_client_to_a_new_thread() -> None:
+    """A client takes a thread from MESSAGES_SNAPSHOT to a thread the server has never seen
+    (so none of its ids are known there): the Anthropic signature this server streamed as
+    ``encryptedValue`` is stored as one again and sent to Anthropic byte for byte; a value a
+    client put there itself (another provider's) is kept for the client, never sent."""
+    signed = ThinkingBlock(thinking="think", signature="EqQBCkYIARgC+/==")
+    model = ScriptedModel([Msg.assistant([signed, TextBlock(text="hi")]), "ok", "ok"])
+    ledger = AsyncLedger("memory://")
+    app = create_app(ReActAgent(model, (), store=ledger))
+
+    async def run(thread: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        body = {"threadId": thread, "runId": "r", "messages": messages}
+        response = await client.post("/", json=body)
+        events = parse_frames(response.text)
+        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+        snapshot: list[dict[str, Any]] = next(
+            e for e in events if e["type"] == "MESSAGES_SNAPSHOT"
+        )["messages"]
+        return snapshot
+
+    async with client_for(app) as client:
+        held = await run("a", [{"id": "u1", "role": "user", "content": "hello"}])
+        foreign = {"id": "r9", "role": "reasoning", "content": "x", "encryptedValue": "gAAAAB=="}
+        await run("b", [*held, foreign, {"id": "u2", "role": "user", "content": "more"}])
+    stored = await ledger.messages("b")
+    thinking = [b for m in stored for b in m.content if isinstance(b, ThinkingBlock)]
+    assert [b.signature for b in thinking] == [signed.signature, None]
+    _, turns = to_anthropic(stored)
+    sent = [b for t in turns for b in t["content"] if b["type"] == "thinking"]
+    assert sent == [{"type": "thinking", "thinking": "think", "signature": signed.signature}]

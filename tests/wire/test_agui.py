@@ -27,6 +27,7 @@ from agentledger.wire import (
     reasoning_message_id,
     to_agui,
     to_agui_models,
+    to_anthropic,
     tool_message_id,
 )
 from agentledger.wire.agui import normalize_agui
@@ -150,6 +151,7 @@ def test_shapes_of_calls_results_and_reasoning() -> None:
         "role": "reasoning",
         "content": "first",
         "encryptedValue": "sig-1",
+        "metadata": {"agentledger": {"signedBy": "anthropic"}},
     }
     assert dicts["s"]["metadata"] == {"tag": {"$bytes": "AAE="}}
 
@@ -316,7 +318,61 @@ def test_encrypted_values_on_every_kind_come_back() -> None:
     ]
     msgs = from_agui(sent)
     assert to_agui(msgs) == sent
-    assert msgs[3].content[0].signature == "sig"  # a reasoning signature is meaning, not a fix
+    assert msgs[3].content[0].signature is None  # the client's value: a fix, never a signature
+
+
+_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+
+
+@given(
+    value=_text.filter(bool),
+    thinking=_text,
+    mark=st.sampled_from([None, "anthropic", "openai", True]),
+)
+def test_an_encrypted_value_is_a_signature_only_where_we_marked_it_anthropic(
+    value: str, thinking: str, mark: Any
+) -> None:
+    """A client's ``encryptedValue`` (OpenAI's encrypted reasoning, say) is kept and given
+    back, never sent to Anthropic as a signature: Anthropic refuses a request holding one it
+    did not make, and every later request over that history."""
+    reasoning: dict[str, Any] = {"id": "r", "role": "reasoning", "content": thinking}
+    reasoning["encryptedValue"] = value
+    if mark is not None:
+        reasoning["metadata"] = {"agentledger": {"signedBy": mark}}
+    call = {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+    sent = [
+        {"id": "u1", "role": "user", "content": "weather?"},
+        reasoning,
+        {"id": "a1", "role": "assistant", "toolCalls": [call]},
+        {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "sunny"},
+    ]
+    msgs = from_agui(sent)
+    assert to_agui(msgs) == sent
+    signed = [b.signature for m in msgs for b in m.content if isinstance(b, ThinkingBlock)]
+    assert signed == [value if mark == "anthropic" else None]
+    _, turns = to_anthropic(msgs)
+    thinking_sent = [b for t in turns for b in t["content"] if b["type"] == "thinking"]
+    expected = {"type": "thinking", "thinking": thinking, "signature": value}
+    assert thinking_sent == ([expected] if mark == "anthropic" else [])
+
+
+@given(signature=_text.filter(bool), thinking=_text)
+def test_our_own_signed_reasoning_comes_back_signed_through_a_client(
+    signature: str, thinking: str
+) -> None:
+    msgs = [
+        Msg.user("weather?", id="u", created_at=None),
+        Msg.assistant(
+            [ThinkingBlock(thinking=thinking, signature=signature), ToolUseBlock(id="c", name="w")],
+            id="a",
+            created_at=None,
+        ),
+        Msg.tool(ToolResultBlock(id="c", name="w", output="sunny"), id="t", created_at=None),
+    ]
+    held = [normalize_agui(d) for d in to_agui(msgs)]  # a client's copy of the snapshot
+    back = from_agui(held)
+    assert back == msgs
+    assert to_anthropic(back) == to_anthropic(msgs)
 
 
 def test_unknown_fields_and_odd_metadata_come_back() -> None:

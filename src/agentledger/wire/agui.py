@@ -18,8 +18,13 @@ and the places where one ``Msg`` becomes several AG-UI messages use derived ids 
 - An assistant ``Msg`` with thinking becomes one ``reasoning`` message per thinking block, id
   ``reasoning_message_id(msg.id, n)`` = ``f"{msg.id}:reasoning:{n}"``, followed by the
   ``assistant`` message with ``msg.id`` (left out when the ``Msg`` holds only thinking). The
-  signature travels as ``encryptedValue``; redacted thinking as ``encryptedValue`` with
-  ``metadata.agentledger.redacted``.
+  signature (Anthropic's: ``ThinkingBlock.signature`` holds no other) travels as
+  ``encryptedValue`` with ``metadata.agentledger.signedBy = "anthropic"``; redacted thinking as
+  ``encryptedValue`` with ``metadata.agentledger.redacted``. ``from_agui`` reads an
+  ``encryptedValue`` as a signature only with that mark: any other (a value a client got from
+  another provider, OpenAI's encrypted reasoning, say) is kept as a fix, written back to the
+  client and never sent to a model, since Anthropic refuses a request holding a signature it
+  did not make, and every later one over the same history.
 - A ``tool`` ``Msg`` becomes one ``tool`` message per result: the first keeps ``msg.id``, the
   ``n``-th gets ``tool_message_id(msg.id, n)`` = ``f"{msg.id}:{n}"``. ``is_error`` travels as
   ``error`` (the result text, or a fixed note when there is none); result metadata as the tool
@@ -95,6 +100,9 @@ _PART_BLOCKS = {
     "document": FileBlock,
 }
 _ERROR_NOTE = "tool call failed"
+#: ``metadata.agentledger`` key of a reasoning message whose ``encryptedValue`` is a signature,
+#: naming who signed it (only Anthropic's signatures are ever written, or read as one).
+_SIGNED_BY, _ANTHROPIC = "signedBy", "anthropic"
 
 
 def reasoning_message_id(msg_id: str, n: int) -> str:
@@ -184,6 +192,7 @@ def _reasoning(msg: Msg, n: int, block: ThinkingBlock) -> dict[str, Any]:
         d["content"] = block.thinking
         if block.signature:
             d["encryptedValue"] = block.signature
+            meta[NS] = {_SIGNED_BY: _ANTHROPIC}
     if meta:
         d["metadata"] = meta
     return d
@@ -576,10 +585,14 @@ def _metadata(value: Any) -> tuple[Any, dict[str, Any]]:
 
 
 def _thinking(d: Mapping[str, Any], meta: Any, extra: dict[str, Any]) -> ThinkingBlock:
+    """The thinking of a reasoning message. Its ``encryptedValue`` is Anthropic's signature
+    (or redacted thinking) only when marked so by ``to_agui``; any other is the client's, kept
+    by the fix (see the module docstring)."""
     encrypted = d.get("encryptedValue")
     if extra.get("redacted") is True and encrypted:
         return ThinkingBlock(thinking=encrypted, redacted=True, metadata=meta)
-    return ThinkingBlock(thinking=d.get("content") or "", signature=encrypted, metadata=meta)
+    signature = encrypted if extra.get(_SIGNED_BY) == _ANTHROPIC else None
+    return ThinkingBlock(thinking=d.get("content") or "", signature=signature, metadata=meta)
 
 
 def _parse_content(content: Any, index: int) -> list[Block]:
