@@ -89,7 +89,7 @@ def sample_history() -> list[m.ModelMessage]:
         ),
         m.ModelResponse(
             parts=[
-                m.ThinkingPart("hmm", signature="c2ln"),
+                m.ThinkingPart("hmm", signature="c2ln", provider_name="anthropic"),
                 m.ToolCallPart("measure", '{"unit": "cm",  "x": 1.0e2}', tool_call_id="c1"),
             ],
             provider_details={"z": 1, "a": [1, {"y": 2, "b": 3}]},
@@ -137,6 +137,30 @@ def test_tool_arguments_reach_every_provider_as_the_object_they_hold(
     assume(msgs[1].tool_calls)  # text past 64 bits is kept whole, beside the blocks
     assert to_anthropic(msgs)[1][1]["content"][0]["input"] == arguments
     assert json.loads(to_openai(msgs)[1]["tool_calls"][0]["function"]["arguments"]) == arguments
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    signature=pst.texts.filter(bool),
+    provider=st.sampled_from([None, "openai", "google-gla", "bedrock", "anthropic"]),
+)
+def test_only_anthropics_thinking_signature_is_sent_to_anthropic_as_one(
+    signature: str, provider: str | None
+) -> None:
+    """pydantic-ai keeps OpenAI's encrypted reasoning and Google's thought signatures in
+    ``ThinkingPart.signature`` too: sent to Anthropic as a signature, each would get that
+    request refused, and every later one over the session."""
+    thinking = m.ThinkingPart("hmm", signature=signature, provider_name=provider)
+    history = [
+        m.ModelRequest(parts=[m.UserPromptPart("go")]),
+        m.ModelResponse(parts=[thinking, m.TextPart("hi")]),
+    ]
+    msgs = to_msgs(history)
+    assert as_json(from_msgs(msgs)) == as_json(history)  # kept for pydantic-ai either way
+    sent = to_anthropic(msgs)[1][1]["content"]
+    ours = provider == "anthropic"
+    assert msgs[1].content[0].signature == (signature if ours else None)  # type: ignore[union-attr]
+    assert [b["type"] for b in sent] == (["thinking", "text"] if ours else ["text"])
 
 
 def test_a_session_written_by_agentledger_loads_into_pydantic_ai() -> None:

@@ -98,6 +98,8 @@ def _response_part(msg: Msg, block: Block) -> dict[str, Any]:
         }
     if isinstance(block, ThinkingBlock):
         fields = {"part_kind": "thinking", "content": None, "signature": None}
+        if block.signature is not None:  # Anthropic's, the only kind a ThinkingBlock holds
+            fields["provider_name"] = "anthropic"
         return {"fields": fields, "fill": "thinking", "native": ["content", "signature"]}
     if isinstance(block, ToolUseBlock):
         raw = len(block.input) == 1 and isinstance(block.input.get(RAW_ARGUMENTS_KEY), str)

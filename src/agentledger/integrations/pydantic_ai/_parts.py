@@ -1,7 +1,8 @@
 """One pydantic-ai message part (in its JSON form) ↔ agentledger blocks plus a skeleton.
 
 A part's readable content becomes native blocks: a ``TextPart`` or a prompt a ``TextBlock``, a
-``ThinkingPart`` a ``ThinkingBlock`` (signature kept), a tool call a ``ToolUseBlock``, a tool
+``ThinkingPart`` a ``ThinkingBlock`` (signed only by a signature of ``provider_name``
+``"anthropic"``; another provider's stays in the skeleton), a tool call a ``ToolUseBlock``, a tool
 return a ``ToolResultBlock``, an image, audio, video or document (inline bytes or URL) a media
 block. Everything else about the part (timestamps, provider ids and details, ``part_kind``,
 fields newer pydantic-ai versions add) stays in a *skeleton*: the part's JSON object with the
@@ -72,6 +73,7 @@ _ARGUMENT_STYLES: dict[str, dict[str, Any]] = {
     "ascii": {"sort_keys": True},
 }
 _ROLES = {"system-prompt": "system", "user-prompt": "user", "tool-return": "tool"}
+_ANTHROPIC = "anthropic"  # pydantic-ai's provider_name of Anthropic's parts
 
 
 def part_role(part: dict[str, Any]) -> str | None:
@@ -144,7 +146,13 @@ def _split_user(part: dict[str, Any]) -> tuple[list[Block], Skeleton]:
 
 def _split_thinking(part: dict[str, Any]) -> tuple[list[Block], Skeleton]:
     native: list[str] = []
-    text, signature = _take(part, "content", native), _take(part, "signature", native)
+    text = _take(part, "content", native)
+    # ``ThinkingBlock.signature`` is Anthropic's, which every converter sends to Anthropic: any
+    # other (OpenAI's encrypted reasoning, Google's thought signature, one of no named
+    # provider) stays in the skeleton, given back to pydantic-ai and sent to no one else
+    signature = None
+    if part.get("provider_name") == _ANTHROPIC:
+        signature = _take(part, "signature", native)
     if not isinstance(text, str) or not (signature is None or isinstance(signature, str)):
         raise TypeError("not thinking")
     block = ThinkingBlock(thinking=text, signature=signature)
@@ -330,6 +338,8 @@ def _fill_items(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any]:
 
 def _fill_thinking(skeleton: Skeleton, blocks: Iterator[Block]) -> dict[str, Any]:
     block = _next(blocks, ThinkingBlock)
+    if skeleton["fields"].get("signature") is not None:  # another provider's, kept verbatim
+        return {"content": block.thinking}
     return {"content": block.thinking, "signature": block.signature}
 
 
