@@ -2,7 +2,7 @@
 
     AgentLedgerError
     ├── UserError                  misuse: the caller passed something we cannot accept
-    │   ├── ClosedError            a call on a session after its close() (also a RuntimeError)
+    │   ├── ClosedError            a call on a ledger, store or session after close() (RuntimeError)
     │   ├── InvalidIdError         a session or tenant id that is empty, too long or not text
     │   └── MissingDependencyError an optional extra is not installed (message says what to install)
     ├── CodecError                 not a valid encoded message, or a value JSON cannot hold
@@ -54,8 +54,10 @@ class UserError(AgentLedgerError, ValueError):
 
 
 class ClosedError(UserError, RuntimeError):
-    """A call on something already closed (a ``LedgerSession`` after ``close()``). Also a
-    ``RuntimeError``, which the Agents SDK's own sessions raise for the same misuse."""
+    """A call on something already closed: a ``Ledger``, ``AsyncLedger``, ``Store`` or
+    ``LedgerSession`` after ``close()``, or a ledger whose store was closed. Not a
+    ``StoreError``: retrying cannot help. Also a ``RuntimeError``, which the Agents SDK's own
+    sessions raise for the same misuse."""
 
 
 class InvalidIdError(UserError):

@@ -18,6 +18,7 @@ import pytest
 
 from agentledger import decode, encode
 from agentledger.errors import (
+    ClosedError,
     ConflictError,
     CorruptStoreError,
     StoreError,
@@ -298,7 +299,10 @@ def test_two_stores_at_once_share_one_writer(db_path: Path, tmp_path: Path) -> N
         Ledger(b).save("s", [Msg.user("from a", id="a"), Msg.user("from b", id="b")])
         b.close()
         assert str(db_path.resolve()) not in sqlite_db._registry
-        assert [m.text for m in Ledger(a).messages("s")] == ["from a", "from b"]  # reopens
+        with pytest.raises(ClosedError):  # a closed store stays closed
+            Ledger(a)
+        with Ledger(f"sqlite:///{db_path}") as again:  # a new one opens the file again
+            assert [m.text for m in again.messages("s")] == ["from a", "from b"]
     finally:
         a.close()
         b.close()

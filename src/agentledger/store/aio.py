@@ -61,6 +61,8 @@ class AsyncLedger:
         await self.close()
 
     async def close(self) -> None:
+        """``Ledger.close``: every later call, on this and every ``AsyncLedger`` sharing its
+        ``Ledger``, raises ``ClosedError``."""
         await asyncio.to_thread(self.sync.close)
 
     async def load(

@@ -13,6 +13,9 @@ rows live at ``v``. Only ``purge_history`` removes dead rows.
 
 All primitives are synchronous and thread-safe; ``AsyncLedger`` runs them in worker threads.
 Third-party backends subclass ``Store`` and pass ``agentledger.testing.run_conformance``.
+
+A closed store stays closed: once ``close()`` has run, every public method a backend defines
+raises ``ClosedError`` (``closable``: the check wraps them, so no backend writes or forgets it).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import (
+    ClosedError,
     ConflictError,
     CorruptStoreError,
     SessionBusyError,
@@ -40,6 +44,7 @@ from agentledger.errors import (
 )
 from agentledger.messages import Msg, digest_of
 from agentledger.store.body_text import searchable_parts, text_of_body
+from agentledger.store.closable import Closable, closed_error
 from agentledger.store.cursor import Keyset, encode_cursor
 from agentledger.store.ranks import RankPlan
 from agentledger.store.search_words import first_word_at, has_words, query_words
@@ -341,7 +346,7 @@ class SearchHit:
     snippet: str
 
 
-class Store(ABC):
+class Store(Closable, ABC):
     """The primitives every backend implements. See the module docstring for the contract."""
 
     #: A string naming where the data lives (path, URL); used to share in-process leases.
@@ -360,11 +365,16 @@ class Store(ABC):
     ranked: bool = False
 
     # -- lifecycle ---------------------------------------------------------------------
-    def setup(self) -> None:  # noqa: B027 - optional hook
+    def setup(self) -> None:
         """Create or migrate the schema. Idempotent; safe to call from many processes."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections and file handles."""
+    def close(self) -> None:
+        """Release connections and file handles, for good: every later call on this store
+        raises ``ClosedError``. Closing again does nothing more than finish a close that failed;
+        what was committed stays, for a new store on the same location to read."""
+
+    def _closed_error(self) -> ClosedError:
+        return closed_error(self.location or type(self).__name__)
 
     # -- reading -----------------------------------------------------------------------
     @abstractmethod

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agentledger.errors import (
+    ClosedError,
     CodecError,
     ConflictError,
     CorruptStoreError,
@@ -47,6 +48,7 @@ from agentledger.store.base import (
     check_wait,
     searchable_text,
 )
+from agentledger.store.closable import Closable
 from agentledger.store.cursor import check_page
 from agentledger.store.head_cache import DEFAULT_BYTES, DEFAULT_SESSIONS, HeadCache
 from agentledger.store.ids import DEFAULT_TENANT, check_id, check_list_name, shown
@@ -164,13 +166,15 @@ def check_value(name: str, value: Any) -> bytes | None:
     return encode_value(value)
 
 
-class Ledger:
+class Ledger(Closable):
     """Sessions in one store, keyed by ``(tenant, session_id)``.
 
     ``Ledger(url)`` opens ``memory://``, ``jsonl:///dir``, ``sqlite:///file.db`` or
     ``postgresql://...``; ``Ledger()`` opens SQLite in the user data directory. A ``Store``
     instance is accepted too (and left open by ``close``, since the caller owns it). ``tenant`` is
-    the default for every call that does not name one.
+    the default for every call that does not name one. After ``close()`` (or the end of a
+    ``with Ledger(...)`` block), and once its store is closed by anyone, every call raises
+    ``ClosedError``; what was committed stays for a new ``Ledger`` on the same URL.
 
     The ledger remembers, for the sessions it used most recently, what it last committed or
     loaded (digests and the ``Msg`` objects), which is what makes the next save of such a
@@ -214,9 +218,17 @@ class Ledger:
         self.close()
 
     def close(self) -> None:
-        """Close the store if this ledger opened it (a ``Store`` passed in stays open)."""
+        """Close this ledger: every later call on it raises ``ClosedError``. The store is
+        closed too if this ledger opened it (a ``Store`` passed in stays open for the other
+        ledgers on it). Closing again does nothing, but finish a close that failed."""
         if self._owns_store:
             self.store.close()
+
+    def _closed_error(self) -> ClosedError:
+        return ClosedError(
+            f"this Ledger on {self.store.location} is closed; open a new one (Ledger(url)) "
+            "to go on using what it holds"
+        )
 
     def key(self, session: str, tenant: str | None = None) -> SessionKey:
         """The validated key for a session id (and tenant, default: this ledger's)."""

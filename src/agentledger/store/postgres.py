@@ -194,6 +194,7 @@ class PostgresStore(Store):
             self._lease_connect, self._pg.OperationalError, self.location
         )
         self._pool_timeout = pool_module.PoolTimeout
+        self._pool_closed = pool_module.PoolClosed  # an ``OperationalError``: caught first
         # The pool may grow only once ``setup`` has had its first connection: a request that
         # finds the pool empty makes it open one more, and one made while the first connection
         # is still opening would leave a process that saves from one thread with two, handed
@@ -217,6 +218,8 @@ class PostgresStore(Store):
         """Turn driver and pool failures into ``StoreError`` naming what failed and where."""
         try:
             yield
+        except self._pool_closed as exc:  # closed while the call was under way
+            raise self._closed_error() from exc
         except self._pool_timeout as exc:
             raise StoreUnavailableError(
                 f"no PostgreSQL connection for {what} within {self._timeout:g} s "
@@ -237,7 +240,7 @@ class PostgresStore(Store):
                 try:
                     with self._pool.connection() as conn:
                         return fn(conn)
-                except self._pool_timeout:
+                except (self._pool_timeout, self._pool_closed):
                     raise
                 except self._pg.OperationalError:
                     if attempt == 2 or conn is None or not conn.broken:
@@ -285,8 +288,9 @@ class PostgresStore(Store):
                     )
 
     def close(self) -> None:
+        """Close the pool and the lease connection (which ends every lease it held)."""
         self._pool.close()
-        self._leases.close()  # ends every lease it held
+        self._leases.close()
 
     def _lease_connect(self) -> psycopg.Connection[Any]:
         timeout = max(1, int(self._timeout))
@@ -817,7 +821,7 @@ class PostgresStore(Store):
                 held = self._leases.unlock(lock)
         except StoreError:
             held = False  # the connection is gone, and the lock with it
-        if not held:
+        if not held and not self.closed:  # closing the store ended it, as it says
             log.warning(
                 "the run lease of session %r (tenant %r) was lost while held (connection ended)",
                 key.session,

@@ -6,6 +6,7 @@ holder frees it. One dedicated connection per store holds them all (advisory loc
 one connection, so the store adds a per-process lock per session in front). It is opened on the
 first lease, with TCP keepalives so that a vanished host's leases end when the server notices.
 A connection found broken is replaced once: every lease it held is already gone on the server.
+Once closed (with its store), it opens none again: a lease still waiting gets ``ClosedError``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from agentledger.store.closable import closed_error
 
 if TYPE_CHECKING:
     import psycopg
@@ -46,6 +49,7 @@ class LeaseConnection:
         self._location = location
         self._conn: psycopg.Connection[Any] | None = None
         self._guard = threading.Lock()
+        self._closed = False
 
     def try_lock(self, lock: int) -> bool:
         """Take ``lock`` if no other connection holds it."""
@@ -56,8 +60,9 @@ class LeaseConnection:
         return self._run("SELECT pg_advisory_unlock(%s)", lock, connect=False)
 
     def close(self) -> None:
-        """Close the connection, which ends every lease it held."""
+        """Close the connection, which ends every lease it held, for good."""
         with self._guard:
+            self._closed = True
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -69,6 +74,8 @@ class LeaseConnection:
                 if conn is None or conn.closed:
                     if not connect:
                         return False
+                    if self._closed:
+                        raise closed_error(self._location)
                     conn = self._conn = self._connect()
                     conn.execute(_KEEPALIVES)
                 try:

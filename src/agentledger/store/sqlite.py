@@ -128,7 +128,8 @@ class SqliteStore(Store):
     a power loss may take the last few back (never a part of one).
 
     ``location`` is the resolved path; every store on that path in this process shares one
-    writer connection, released by ``close()`` (a closed store reopens on its next use). Loads
+    writer connection, released by ``close()`` (the last store on the path to close closes
+    it; a closed store refuses every call with ``ClosedError``). Loads
     return ``StoredMsg.text`` empty, and commits store only a digest of it: the full-text index
     reads the text from ``body`` (``sqlite_schema``, step 6).
     """
@@ -160,6 +161,8 @@ class SqliteStore(Store):
         releases the reference it took before the error propagates: a failed open holds nothing.
         """
         with self._db_guard:
+            if self.closed:  # a call under way as ``close`` ran: it takes no new connections
+                raise self._closed_error()
             if self._database is not None and self._database.pid != os.getpid():
                 self._database = None  # inherited through fork(): never reuse those connections
             opening = self._database is None
@@ -178,7 +181,7 @@ class SqliteStore(Store):
                         db.ready = True
         except BaseException:
             if opening:
-                self.close()
+                self._release()  # the store stays open: its next use tries the file again
             raise
         return db
 
@@ -238,6 +241,11 @@ class SqliteStore(Store):
         self._db()  # migrates once per process and file
 
     def close(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Give back this store's reference to the shared connections (the last one closes
+        them); a use that follows takes a new one, so only ``close`` ends the store."""
         with self._db_guard:
             db, self._database = self._database, None
         if db is not None:

@@ -40,6 +40,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from agentledger.errors import CorruptStoreError, StoreError, StoreUnavailableError
+from agentledger.store.closable import closed_error
 from agentledger.store.sqlite_schema import define_body_text
 
 __all__ = [
@@ -260,6 +261,8 @@ class Database:
     # -- the writer ------------------------------------------------------------------------
     def writer(self) -> sqlite3.Connection:
         """The process's writer connection; call with ``write_lock`` held."""
+        if self._closed:  # a call that took these connections just before its store closed
+            raise closed_error(self.path)
         if self._writer is None:
             with self._pool_lock:
                 create = not self._lost
@@ -306,7 +309,7 @@ class Database:
         """A reader connection and the ``generation`` it belongs to (for ``give_back``)."""
         with self._pool_lock:
             if self._closed:
-                raise StoreError(f"{self.path}: the store is closed")
+                raise closed_error(self.path)
             generation = self.generation
             if self._idle:
                 return self._idle.pop(), generation
