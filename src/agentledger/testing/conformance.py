@@ -27,11 +27,13 @@ from typing import Any
 import pytest
 
 from agentledger.errors import (
+    ClosedError,
     CodecError,
     ConflictError,
     InvalidIdError,
     SessionBusyError,
     SessionNotFoundError,
+    StoreError,
     VersionNotFoundError,
 )
 from agentledger.messages import Msg, decode, encode
@@ -408,6 +410,29 @@ class StoreConformance(TrustConformance, PagingConformance):
                 pass
         with b.lease("s"):
             pass
+
+    def test_a_closed_store_refuses_every_call(self, open_ledger: OpenLedger) -> None:
+        """Once its store is closed, the store and every ledger over it raise ``ClosedError``
+        (a misuse, never a ``StoreError`` that callers would retry); closing again is fine."""
+        ledger = open_ledger()
+        ledger.save("s", [Msg.user("x", id="x")])
+        store, key = ledger.store, ledger.key("s")
+        store.close()
+        store.close()
+        calls: list[Callable[[], Any]] = [
+            lambda: ledger.load("s"),
+            lambda: ledger.save("s", [Msg.user("y", id="y")]),
+            lambda: ledger.list_sessions(),
+            lambda: ledger.lease("s").__enter__(),
+            lambda: Ledger(store),
+            lambda: store.read_version(key),
+            lambda: store.load(key),
+            lambda: store.delete(key),
+        ]
+        for call in calls:
+            with pytest.raises(ClosedError) as info:
+                call()
+            assert not isinstance(info.value, StoreError)
 
     # -- sessions, tenants, ids --------------------------------------------------------
     def test_list_sessions_and_delete(self, open_ledger: OpenLedger) -> None:
