@@ -216,6 +216,20 @@ async def test_the_thread_endpoints(client: Any, ledger: AsyncLedger) -> None:
     assert (await client.get("/threads/t/messages?version=x")).status_code == 422
 
 
+async def test_a_ledger_closed_under_the_app_is_a_server_error_not_the_clients(
+    client: Any, ledger: AsyncLedger
+) -> None:
+    """Closed by its owner while the app still serves: HTTP 500 (422 blamed the client's
+    input), and the health check says the store is gone."""
+    await ledger.close()
+    for path in ("/threads", "/threads/t/messages"):
+        response = await client.get(path)
+        assert response.status_code == 500, response.text
+        assert response.json()["error"]["code"] == "server_error"
+    assert "is closed" in await refused(client, 500, body())
+    assert (await client.get("/health")).status_code == 503
+
+
 async def test_threads_page_after_a_cursor(model: ModelServer, ledger: AsyncLedger) -> None:
     for i in range(5):
         await ledger.save(f"t{i}", [Msg.user(f"thread {i}", id="q")], tenant="acme")

@@ -28,6 +28,7 @@ from agentledger.agent.react import ReActAgent
 from agentledger.agent.tools import ToolLike
 from agentledger.errors import (
     AgentLedgerError,
+    ClosedError,
     HistoryError,
     SessionBusyError,
     SessionNotFoundError,
@@ -67,6 +68,7 @@ _STATUS: list[tuple[type[BaseException], int, str]] = [
     (SessionNotFoundError, 404, "thread_not_found"),
     (VersionNotFoundError, 404, "version_not_found"),
     (StoreUnavailableError, 503, "store_unavailable"),
+    (ClosedError, 500, "server_error"),  # the app's ledger was closed: not the client's input
     (UserError, 422, "invalid_input"),
     (HistoryError, 422, "invalid_history"),
     (AgentLedgerError, 500, "server_error"),
