@@ -9,12 +9,14 @@ version 0 and made none).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import threading
 from collections.abc import Callable
 
 import pytest
 
+from agentledger import AsyncLedger
 from agentledger.errors import ConflictError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
@@ -208,6 +210,10 @@ def test_a_fork_or_import_of_nothing_makes_a_session_that_holds_nothing(
             "export, overwrite": lambda new: ledger.import_(
                 plain.getvalue(), session=new, overwrite=True
             ),
+            "save_state, create": lambda new: ledger.save_state(new, create=True),
+            "async save_state, create": lambda new: asyncio.run(
+                AsyncLedger(ledger).save_state(new, lists={"context": []}, create=True)
+            ),
         }
         for i, (what, make) in enumerate(makes.items()):
             new = f"new{i}"
@@ -219,3 +225,5 @@ def test_a_fork_or_import_of_nothing_makes_a_session_that_holds_nothing(
             assert again.save(new, [Msg.user("later", id="l")]).version == 2, what
         assert ledger.import_openai("new0", [], overwrite=True).version == 3  # empties it
         assert ledger.import_openai("new0", [], overwrite=True).noop  # already empty
+        assert ledger.save_state("plain", lists={"context": []}).version == 0  # not asked to
+        assert not ledger.exists("plain")

@@ -135,6 +135,7 @@ class AsyncLedger:
         tenant: str | None = None,
         expected_version: int | None = None,
         drop_unnamed: bool = False,
+        create: bool = False,
     ) -> SaveReport:
         # copy the caller's containers here, so later mutation cannot race the worker thread
         # (a TrackedList is passed as it is: see ``save``)
@@ -149,6 +150,7 @@ class AsyncLedger:
             tenant=tenant,
             expected_version=expected_version,
             drop_unnamed=drop_unnamed,
+            create=create,
         )
 
     async def sync_messages(

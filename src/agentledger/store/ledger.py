@@ -517,36 +517,16 @@ class Ledger(Closable):
         tenant: str | None = None,
         expected_version: int | None = None,
         drop_unnamed: bool = False,
+        create: bool = False,
     ) -> SaveReport:
         """Save several lists and values in one atomic commit.
 
         Lists and values not named are left as they are (with ``drop_unnamed``, they are
         emptied and deleted, so the session then holds exactly what was given); a value of
-        ``None`` deletes it.
+        ``None`` deletes it. A session that does not exist is made by the first save that gives
+        it something to hold; with ``create``, also by one that gives it nothing (an empty
+        state, which is what version 0 already loads as): what a fork or an import commits.
         """
-        return self._save_state(
-            session,
-            lists=lists,
-            values=values,
-            tenant=tenant,
-            expected_version=expected_version,
-            drop_unnamed=drop_unnamed,
-        )
-
-    def _save_state(
-        self,
-        session: str,
-        *,
-        lists: Mapping[str, Sequence[Msg]] | None = None,
-        values: Mapping[str, Any] | None = None,
-        tenant: str | None = None,
-        expected_version: int | None = None,
-        drop_unnamed: bool = False,
-        create: bool = False,
-    ) -> SaveReport:
-        """``save_state``; with ``create``, a session that does not exist is made even when
-        what it is given holds nothing (an empty state, which a save leaves uncommitted as
-        version 0 already is): what a fork or an import, asked to make a session, commits."""
         key = self.key(session, tenant)
         if expected_version is not None:
             checks.count("save", "expected_version", expected_version)
@@ -817,7 +797,7 @@ class Ledger(Closable):
         state = self.load(session, tenant=tenant, version=at_version)
         if not state.exists:
             raise SessionNotFoundError(f"no session {session!r} to fork")
-        return self._save_state(
+        return self.save_state(
             new_session,
             lists=state.lists,
             values=state.values,
@@ -886,7 +866,7 @@ class Ledger(Closable):
         one makes a session that holds nothing, or empties an existing one's context)."""
         from agentledger.store.transfer import as_messages
 
-        return self._save_state(
+        return self.save_state(
             session,
             lists={CONTEXT: as_messages(messages)},
             tenant=tenant,

@@ -253,7 +253,7 @@ def _check_snapshots(snapshots: Sequence[Snapshot]) -> None:
 def _save_snapshot(
     ledger: Ledger, target: str, snapshot: Snapshot, tenant: str | None, expected: int | None
 ) -> SaveReport:
-    return ledger._save_state(
+    return ledger.save_state(
         target,
         lists=snapshot.lists,
         values=snapshot.values,
