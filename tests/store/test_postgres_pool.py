@@ -1,11 +1,14 @@
 """The Postgres store's connection pool: one connection for a process that uses the store from
-one thread, and a first use that fails (no server yet) leaves the store able to recover."""
+one thread, a first use that fails (no server yet) leaves the store able to recover, and reads
+get through when every pooled connection died at once (a server restart)."""
 
 from __future__ import annotations
 
 import socket
 import socketserver
 import threading
+import time
+import uuid
 from contextlib import closing
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -16,6 +19,7 @@ from agentledger.errors import StoreUnavailableError
 from agentledger.messages import Msg
 from agentledger.store import Ledger
 from agentledger.store.postgres import PostgresStore
+from tests.store import pg
 from tests.store.test_postgres import pg_url, schema
 
 pytestmark = pytest.mark.postgres
@@ -109,3 +113,29 @@ def test_a_store_whose_server_was_unreachable_at_first_use_recovers(
         finally:
             forward.shutdown()
             forward.server_close()
+
+
+def test_reads_after_every_pooled_connection_died_all_succeed(pg_url: str, schema: str) -> None:
+    """A server restart (or an idle timeout) ends every pooled connection at once. A read that
+    finds its connection dead is retried, and the retry must not take the next idle one, dead
+    too: with four dead connections, the first two loads failed, although the server was up."""
+    name = f"agentledger-test-dead-pool-{uuid.uuid4().hex[:8]}"
+    msgs = [Msg.user("one", id="1"), Msg.assistant("two", id="2")]
+    with closing(
+        PostgresStore(pg_url, schema=schema, pool_min=4, pool_max=4, application_name=name)
+    ) as store:
+        ledger = Ledger(store)
+        ledger.save("s", msgs)
+        with pg.admin(pg_url) as conn:
+            for _ in range(1000):  # the pool opens its other connections in the background
+                if store._pool.get_stats().get("pool_available") == 4:
+                    break
+                time.sleep(0.01)
+            query = "SELECT pid FROM pg_stat_activity WHERE application_name = %s"
+            pids = [row[0] for row in conn.execute(query, [name]).fetchall()]
+        assert len(pids) == 4
+        for pid in pids:  # only this test's backends: others share the server
+            pg.terminate(pg_url, pid)
+        assert [Ledger(store).messages("s") for _ in range(4)] == [msgs] * 4
+        assert [h.msg_id for h in ledger.search("two")] == ["2"]
+        assert [i.session_id for i in ledger.list_sessions()] == ["s"]

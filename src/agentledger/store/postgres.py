@@ -233,7 +233,14 @@ class PostgresStore(Store):
             raise StoreError(f"PostgreSQL failed during {what} ({self.location}): {exc}") from exc
 
     def _read(self, what: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run a read; one retry on a fresh connection if a pooled one turned out dead."""
+        """Run a read; if its pooled connection turned out dead, run it once more on one that
+        answers.
+
+        A server restart or an idle timeout ends every pooled connection at once, so the next
+        idle one is dead too: before the retry, ``pool.check()`` tries each idle connection
+        (one empty statement each) and replaces the dead ones. That costs a round trip per
+        idle connection only after a failure; checking every connection as it leaves the pool
+        would add one to every call."""
         with self._errors(what):
             for attempt in (1, 2):
                 conn = None
@@ -245,6 +252,7 @@ class PostgresStore(Store):
                 except self._pg.OperationalError:
                     if attempt == 2 or conn is None or not conn.broken:
                         raise
+                self._pool.check()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def setup(self) -> None:
