@@ -180,13 +180,13 @@ def test_search_is_by_word_prefix_and_tolerates_any_query(open_store: OpenStore)
     ledger = Ledger(open_store())
     ledger.save("s", [Msg.user("Foxes and dogs\x00 with a NUL", id="n\x00ul")])
     hits = ledger.search("fox nu")  # word prefixes, as in SQLite FTS5
-    assert [(h.session_id, h.msg_id, h.position) for h in hits] == [("s", "n\ufffdul", 0)]
+    assert [(h.session_id, h.msg_id, h.position) for h in hits] == [("s", "n\x00ul", 0)]
     assert ledger.search("oxes") == []  # not inside words, on every store
     queries = ['"(*") AND NEAR', "' OR 1=1 --", "!!!", "x & | ! <-> y:*", "  ", "\x00", "\\'"]
     for query in queries:
         assert ledger.search(query) == []
     # operators are plain text: "!with" requires the word "with", it does not exclude it
-    assert [h.msg_id for h in ledger.search("dogs & !with")] == ["n\ufffdul"]
+    assert [h.msg_id for h in ledger.search("dogs & !with")] == ["n\x00ul"]
     assert ledger.search("dogs", limit=0) == []
     assert Ledger(open_store()).messages("s")[0].text == "Foxes and dogs\x00 with a NUL"
 
@@ -276,6 +276,19 @@ def test_a_title_that_is_not_text_is_refused_before_writing(
         store.commit(plan(1, title))
     assert store.read_version(key) == 1
     assert [i.title for i in store.list_sessions("t")] == ["kept"]
+
+
+def test_a_title_an_older_worker_changed_is_not_taken_from_exact_title(
+    open_store: OpenStore, db: psycopg.Connection[Any], schema: str
+) -> None:
+    """A title holding NUL is kept in ``exact_title`` (text cannot hold it). A worker older than
+    migration 7 changes ``title`` and leaves ``exact_title`` as it was: the title it set is the
+    one listed, not the stale exact one."""
+    ledger = Ledger(open_store())
+    ledger.save_state("s", lists={"context": [Msg.user("q", id="q")]}, values={"title": "a\x00b"})
+    assert [i.title for i in Ledger(open_store()).list_sessions()] == ["a\x00b"]
+    db.execute(f"UPDATE \"{schema}\".sessions SET title = 'set by an older worker'")
+    assert [i.title for i in Ledger(open_store()).list_sessions()] == ["set by an older worker"]
 
 
 # -- a connection killed mid-save --------------------------------------------------------------

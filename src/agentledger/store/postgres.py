@@ -122,8 +122,32 @@ def _lock_id(*parts: str) -> int:
 
 
 def _text(value: str) -> str:
-    """PostgreSQL ``text`` cannot hold NUL; the exact message is in ``body`` anyway."""
+    """``value`` as PostgreSQL ``text``, which cannot hold NUL: U+FFFD in its place. A column
+    so written is never read back as it is: an id comes back from its body (``_exact_id``), a
+    title from ``exact_title`` (``_exact_title``)."""
     return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def _exact_id(stored: str, body: bytes) -> str:
+    """The id of the message ``body``, whose ``msg_id`` column holds ``stored``: ``stored``
+    itself unless it has U+FFFD, which may stand for a NUL (``_text``)."""
+    return decode_without_media(body).id if "\ufffd" in stored else stored
+
+
+def _title_bytes(title: str | None) -> bytes | None:
+    """What ``exact_title`` keeps of ``title``: its UTF-8 if it holds NUL, else nothing."""
+    return title.encode() if title and "\x00" in title else None
+
+
+def _exact_title(stored: str | None, exact: bytes | None) -> str | None:
+    """A session's title from its ``title`` and ``exact_title`` columns. ``exact_title`` is
+    taken only while ``title`` still reads as it (a worker older than migration 7 changes the
+    title without it)."""
+    if exact is not None:
+        title = exact.decode()
+        if _text(title) == stored:
+            return title
+    return stored
 
 
 def _split_url(url: str) -> tuple[str, str | None]:
@@ -400,11 +424,11 @@ class PostgresStore(Store):
     def _lists(self, key: SessionKey, rows: list[tuple[Any, ...]]) -> dict[str, StoredList]:
         """Rows ``(list, rank, msg_id, digest, body)``, each list's together in rank order, as one
         ``StoredList`` per list (see ``lists_from_rows``), with the exact id of any row whose
-        id held a NUL, which ``_text`` stored as U+FFFD."""
+        id held a NUL, which ``_text`` stored as U+FFFD (``_exact_id``)."""
         lists = lists_from_rows(rows, f"{self.location} {key.tenant}/{key.session}")
         for name, loaded in lists.items():
             if "\ufffd" in "".join(loaded.ids):
-                exact = [decode_without_media(body).id for body in loaded.bodies]
+                exact = list(map(_exact_id, loaded.ids, loaded.bodies))
                 lists[name] = StoredList(exact, loaded.digests, loaded.bodies, loaded.ranks)
         return lists
 
@@ -440,7 +464,10 @@ class PostgresStore(Store):
         sql = self._q.list_sessions if after is None else self._q.list_sessions_after
 
         def run(conn: psycopg.Connection[Any]) -> list[SessionInfo]:
-            return [SessionInfo(*row) for row in conn.execute(sql, args).fetchall()]
+            return [
+                SessionInfo(tenant, session, _exact_title(title, exact), *rest)
+                for tenant, session, title, *rest, exact in conn.execute(sql, args).fetchall()
+            ]
 
         return self._read("list_sessions", run)
 
@@ -482,7 +509,9 @@ class PostgresStore(Store):
             return search_rows(self._q, args, lambda sql, a: conn.execute(sql, a).fetchall())
 
         return [
-            SearchHit(tenant, session, name, position, msg_id, _snippet(body, first))
+            SearchHit(
+                tenant, session, name, position, _exact_id(msg_id, body), _snippet(body, first)
+            )
             for session, name, position, msg_id, body, _ in self._read("search", run)
         ]
 
@@ -594,6 +623,7 @@ class PostgresStore(Store):
             "incarnation": plan.base_incarnation,
             "at": plan.committed_at,
             "title": None if title is None else _text(title),
+            "exact_title": _title_bytes(title),
             "count": plan.message_count,
         }
         if plan.base_version and plan.base_incarnation.isdigit():

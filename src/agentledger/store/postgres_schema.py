@@ -10,6 +10,8 @@ Layout (``{schema}`` is the store's schema):
 
 - ``sessions``: one row per ``(tenant, session)`` with a surrogate ``sid`` that every other table
   uses, so long tenant and session ids are stored once, not in every message row and index entry.
+  Text cannot hold NUL: a title that does is kept as UTF-8 in ``exact_title`` (migration 7), and a
+  message id that does is read back from its body (``msg_id`` has U+FFFD in its place).
 - ``messages``: the non-destructive ledger. A row is live from ``version_from`` until
   ``version_to`` (NULL while live). Bodies leave the row for TOAST (``toast_tuple_target``), so
   closing a row rewrites a ~100-byte tuple, not the message.
@@ -155,6 +157,14 @@ CREATE INDEX messages_unworded ON {schema}.messages
     WHERE version_to IS NULL AND words IS NULL AND text <> '';
 """
 
+# PostgreSQL text holds no NUL: ``title`` keeps such a title with U+FFFD in its place, which a
+# title with U+FFFD itself also reads as, and ``exact_title`` its UTF-8 (NULL for every other
+# title). Titles saved before keep their U+FFFD until they change. ``IF NOT EXISTS``: a schema
+# whose record of migrations was cut back (as tests make an older one) still has the column.
+_EXACT_TITLES = """
+ALTER TABLE {schema}.sessions ADD COLUMN IF NOT EXISTS exact_title bytea;
+"""
+
 #: ``(version, name, sql)``, applied in order. Append only.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, messages, values, versions", _TABLES),
@@ -163,6 +173,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (4, "rank keys and list floors", _RANKS),
     (5, "search words cut by the client", _WORDS),
     (6, "search index of rows older workers write", _UNWORDED),
+    (7, "exact titles that hold NUL", _EXACT_TITLES),
 ]
 
 
@@ -360,8 +371,8 @@ class Queries:
             "ORDER BY v.version"
         )
         listed = (
-            "SELECT tenant, session, title, message_count, version, created_at, updated_at "
-            f"FROM {s}.sessions WHERE tenant = %(tenant)s"
+            "SELECT tenant, session, title, message_count, version, created_at, updated_at, "
+            f"exact_title FROM {s}.sessions WHERE tenant = %(tenant)s"
         )
         newest_first = "ORDER BY updated_at DESC, session DESC LIMIT %(limit)s OFFSET %(offset)s"
         self.list_sessions = f"{listed} {newest_first}"
@@ -370,15 +381,18 @@ class Queries:
             f"{listed} AND (updated_at, session) < (%(updated_at)s, %(session)s) {newest_first}"
         )
         self.create = (
-            f"INSERT INTO {s}.sessions (tenant, session, version, title, message_count, "
-            "created_at, updated_at) VALUES (%(tenant)s, %(session)s, 1, "
-            "NULLIF(%(title)s::text, ''), COALESCE(%(count)s::int, 0), %(at)s, %(at)s) "
+            f"INSERT INTO {s}.sessions (tenant, session, version, title, exact_title, "
+            "message_count, created_at, updated_at) VALUES (%(tenant)s, %(session)s, 1, "
+            "NULLIF(%(title)s::text, ''), %(exact_title)s::bytea, COALESCE(%(count)s::int, 0), "
+            "%(at)s, %(at)s) "
             "ON CONFLICT (tenant, session) DO NOTHING RETURNING sid"
         )
         self.bump = (
             f"UPDATE {s}.sessions SET version = %(version)s, updated_at = %(at)s, "
             "title = CASE WHEN %(title)s::text IS NULL THEN title "
             "ELSE NULLIF(%(title)s::text, '') END, "
+            "exact_title = CASE WHEN %(title)s::text IS NULL THEN exact_title "
+            "ELSE %(exact_title)s::bytea END, "
             "message_count = COALESCE(%(count)s::int, message_count) "
             "WHERE tenant = %(tenant)s AND session = %(session)s AND version = %(base)s "
             "AND (%(incarnation)s::text = '' OR sid::text = %(incarnation)s::text) "

@@ -65,6 +65,31 @@ class TrustConformance:
         other.save_state("t", lists={"context": msgs}, values={"title": "Set with the context"})
         assert _title(open_ledger(), "t") == "Set with the context"
 
+    def test_ids_and_titles_with_nul_or_its_stand_in_come_back_exactly(
+        self, open_ledger: OpenLedger
+    ) -> None:
+        """NUL and U+FFFD in message ids, titles and search hits. PostgreSQL text cannot hold
+        NUL, and a store that kept U+FFFD in its place gave back a search hit naming another
+        message (``m\ufffd1`` for ``m\x001``) and a title that was never set."""
+        ledger = open_ledger()
+        nul, stand_in = Msg.user("needle one", id="m\x001"), Msg.user("needle two", id="m\ufffd1")
+        title = "Q\x003 \ufffd report"
+        ledger.save_state("set", lists={"context": [nul, stand_in]}, values={"title": title})
+        ledger.save("derived", [Msg.user("a\x00b \ufffd c", id="q\x00")])
+        fresh = open_ledger()
+        assert [m.id for m in fresh.messages("set")] == [nul.id, stand_in.id]
+        assert (_title(fresh, "set"), _title(fresh, "derived")) == (title, "a\x00b \ufffd c")
+        hits = [(h.session_id, h.msg_id, h.position) for h in fresh.search("needle")]
+        assert sorted(hits) == [("set", nul.id, 0), ("set", stand_in.id, 1)]
+        assert [(h.msg_id, h.position) for h in fresh.search("one")] == [(nul.id, 0)]
+        assert [(h.msg_id, h.position) for h in fresh.search("two")] == [(stand_in.id, 1)]
+        assert [h.msg_id for h in fresh.search("a b c")] == ["q\x00"]
+        for changed in ("Q\ufffd3 \ufffd report", "Q\x003 \x00 report", "plain"):
+            ledger.save_state("set", values={"title": changed})
+            assert _title(open_ledger(), "set") == changed
+        ledger.save_state("set", values={"title": None})  # derived from the context again
+        assert _title(open_ledger(), "set") == "needle one"
+
     def test_import_with_overwrite_makes_the_session_equal_the_export(
         self, open_ledger: OpenLedger
     ) -> None:
