@@ -7,6 +7,13 @@ SQLite FTS5's ``unicode61 remove_diacritics 2`` tokenizer, which the SQLite stor
 query finds the same messages on every store. A query matches a message when each of its words
 is a prefix of one of the message's words.
 
+A word longer than PostgreSQL indexes (a lexeme of 2 KiB or more is refused) counts for its
+first 2,047 bytes of UTF-8, cut on a character boundary (``cut_word``): the index holds each
+message word so cut, and every store cuts each query word so. Nothing is lost by the cut: a
+query word of at most 2,047 bytes starts a message word exactly when it starts that word's cut,
+so the stores that match whole words (SQLite's FTS5, the scans) find what PostgreSQL finds, and
+a query word past the limit finds the messages its first 2,047 bytes find.
+
 Why the client cuts the words: PostgreSQL's ``to_tsvector`` parser costs about 0.1 ms of
 server CPU per kilobyte of text, and an index over it runs inside every commit: 0.4 ms of an
 append of a typical turn, on a server every worker shares. Splitting the same text in the
@@ -22,6 +29,8 @@ from bisect import bisect_left
 
 __all__ = [
     "MAX_INDEXED_CHARS",
+    "MAX_WORD_BYTES",
+    "cut_word",
     "first_word_at",
     "has_words",
     "prefix_query",
@@ -32,8 +41,8 @@ __all__ = [
 
 #: Text past this many characters of a message is not indexed (as before: ``left(text, n)``).
 MAX_INDEXED_CHARS = 100_000
-#: PostgreSQL refuses a lexeme of 2 KiB or more; ``to_tsvector`` skips such words too.
-_MAX_WORD_BYTES = 2047
+#: The bytes of a word that count (``cut_word``): PostgreSQL refuses a lexeme of 2 KiB or more.
+MAX_WORD_BYTES = 2047
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: \w without the underscore
 #: For ASCII text, the same split at C speed (a sixth of the regular expression's time):
@@ -67,24 +76,32 @@ def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFC", text))
 
 
+def cut_word(word: str) -> str:
+    """``word``'s first ``MAX_WORD_BYTES`` bytes of UTF-8, cut on a character boundary: the
+    part of a word that counts (see the module docstring). Most words are far shorter."""
+    if len(word) * 4 <= MAX_WORD_BYTES:  # short enough in any encoding: no bytes to count
+        return word
+    return word.encode()[:MAX_WORD_BYTES].decode(errors="ignore")  # drops a character cut in two
+
+
 def tsvector_literal(text: str) -> str | None:
     """``text``'s distinct words as a PostgreSQL ``tsvector`` literal (None: it has no word).
 
     A word holds only letters and digits, so it needs no quoting: the literal is the words
-    separated by spaces. Words PostgreSQL cannot index (2 KiB and longer) are left out."""
+    separated by spaces, each cut to what PostgreSQL can index (``cut_word``)."""
     distinct = set(words(text))
     if not distinct:
         return None
-    if any(len(w) * 4 > _MAX_WORD_BYTES for w in distinct):  # only then count bytes
-        distinct = {w for w in distinct if len(w.encode()) <= _MAX_WORD_BYTES}
-    return " ".join(distinct) or None
+    if any(len(w) * 4 > MAX_WORD_BYTES for w in distinct):
+        distinct = set(map(cut_word, distinct))
+    return " ".join(distinct)
 
 
 def query_words(query: str) -> list[str]:
     """The words a search for ``query`` looks for, each once, in order (none: it finds
     nothing). Operators and quotes in ``query`` are never syntax: they are not letters or
-    digits. Words PostgreSQL cannot index are left out, on every store alike."""
-    return list(dict.fromkeys(w for w in words(query) if len(w.encode()) <= _MAX_WORD_BYTES))
+    digits. Each is cut as ``cut_word`` cuts, on every store alike."""
+    return list(dict.fromkeys(map(cut_word, words(query))))
 
 
 def prefix_query(query: str) -> str | None:

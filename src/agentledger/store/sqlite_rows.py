@@ -20,7 +20,7 @@ from typing import Any
 from agentledger.errors import CorruptStoreError, UserError
 from agentledger.store import list_sums
 from agentledger.store.base import StoredList, check_ranks, columns, lists_from_rows
-from agentledger.store.search_words import words
+from agentledger.store.search_words import query_words
 
 __all__ = [
     "LIST_SESSIONS",
@@ -238,11 +238,11 @@ def above_floors(lists: dict[str, StoredList], floors: dict[str, bytes]) -> dict
 def fts_query(query: str) -> str:
     """A MATCH expression that finds every word of ``query`` as a word prefix, anywhere.
 
-    The words are cut as PostgreSQL's store cuts them (``search_words``): runs of letters and
-    digits, so quotes, parentheses, ``*``, NUL and column filters in user input are never
+    The words are those every store looks for (``search_words.query_words``): runs of letters
+    and digits, so quotes, parentheses, ``*``, NUL and column filters in user input are never
     syntax; each is quoted as an FTS5 string all the same, and ``NEAR`` or ``AND`` is a word.
     """
-    return " ".join(f'"{word}"*' for word in dict.fromkeys(words(query)))
+    return " ".join(f'"{word}"*' for word in query_words(query))
 
 
 def incarnation(sid: int, created_at: int) -> str:
