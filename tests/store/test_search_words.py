@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger, Msg
+from agentledger.store.base import snippet_around
 from agentledger.store.search_words import (
     _WORD,
     MAX_INDEXED_CHARS,
@@ -230,7 +231,7 @@ def test_the_stores_that_scan_find_what_sqlite_finds(
         assert _found(ledger, query) == _found(on_sqlite, query), (ledger.store, messages, query)
 
 
-# -- every store: long words -------------------------------------------------------------------
+# -- every store: long words, and the same snippets ---------------------------------------------
 _LONG_WORDS = {  # past PostgreSQL's lexeme limit, in one, two and three bytes a character
     "hex": "deadbeef" * 300,
     "cyrillic": "\u0436" * 1100,
@@ -251,3 +252,22 @@ def test_a_word_of_any_length_is_found_by_the_same_queries_on_every_store(
             for query in (word[:10], cut_word(word), word, word + "more", f"dump {word} ends"):
                 assert [h.msg_id for h in ledger.search(query)] == [name], (backend, query[:12])
             assert ledger.search(word[:10] + "q" + word[10:]) == []
+
+
+def test_a_snippet_is_the_same_on_every_store(
+    backend: str,  # noqa: F811
+    ledger_on: LedgerOn,  # noqa: F811
+) -> None:
+    """Every store cuts a hit's snippet from its text by ``snippet_around``: SQLite's FTS5
+    ``snippet()`` cut 16 tokens instead, and dropped the NUL characters of the text."""
+    texts = {
+        "nul": "a\x00b c\x00",
+        "long": "x " * 100 + "Un café crème,\nand a fox that jumps" + " y" * 100,
+        "tool": "first line\nsecond fox line",
+    }
+    with ledger_on(backend) as ledger:
+        ledger.save("s", [Msg.user(text, id=name) for name, text in texts.items()])
+        for query, name in (("b", "nul"), ("CREME", "long"), ('"fox', "long"), ("secon", "tool")):
+            hits = [(h.msg_id, h.snippet) for h in ledger.search(query) if h.msg_id == name]
+            first = query_words(query)[0]
+            assert hits == [(name, snippet_around(texts[name], first))], (backend, query)

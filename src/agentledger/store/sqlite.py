@@ -48,10 +48,13 @@ from agentledger.store.base import (
     check_title,
     check_version,
     lists_from_rows,
+    snippet_around,
 )
+from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset
 from agentledger.store.media import blob_refs
 from agentledger.store.ranks import plan_ranks
+from agentledger.store.search_words import query_words
 from agentledger.store.sqlite_db import (
     Database,
     acquire,
@@ -438,17 +441,18 @@ class SqliteStore(Store):
         """Live messages whose text holds every word of ``query`` (as a word prefix), best first.
 
         Matching is by word, case- and accent-insensitive (FTS5 ``unicode61``); any characters
-        in ``query`` are safe.
+        in ``query`` are safe. A hit's snippet is cut from its body's text as on every store
+        (``snippet_around``): FTS5's ``snippet()`` cut differently and dropped NUL characters.
         """
         match = fts_query(query)
         if not match or limit <= 0:
             return []
+        first = query_words(query)[0]  # a word the match holds: the snippet centres on it
         self._flush_fts()
         # one snapshot: each hit's position is counted in the version the hit was found in
         with self._read(snapshot=True) as conn:
             rows = conn.execute(
-                "SELECT s.session, m.sid, m.list, m.rank, f.floor, m.msg_id, "
-                "snippet(messages_fts, 0, '', '', '…', 16) "
+                "SELECT s.session, m.sid, m.list, m.rank, f.floor, m.msg_id, m.body "
                 "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
                 "JOIN sessions s ON s.sid = m.sid "
                 "LEFT JOIN list_floors f "
@@ -459,7 +463,7 @@ class SqliteStore(Store):
                 (match, tenant, limit),
             ).fetchall()
             where = f"{self.location} {tenant}"
-            typed(rows, "sisbBss", where)
+            typed(rows, "sisbBsb", where)
             # A hit's position: the live rows above the floor ranked before it (an index count).
             positions = [
                 conn.execute(
@@ -470,8 +474,10 @@ class SqliteStore(Store):
                 for _, sid, name, rank, floor, _, _ in rows
             ]
         return [
-            SearchHit(tenant, session, name, position, msg_id, snippet.replace("\n", " "))
-            for (session, _, name, _, _, msg_id, snippet), position in zip(
+            SearchHit(
+                tenant, session, name, position, msg_id, snippet_around(text_of_body(body), first)
+            )
+            for (session, _, name, _, _, msg_id, body), position in zip(
                 rows, positions, strict=True
             )
         ]
