@@ -365,7 +365,7 @@ def test_a_save_that_closes_rows_is_not_planned_anew_every_time(open_store: Open
     with store._pool.connection() as conn:
         plans = conn.execute(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-            "WHERE statement LIKE 'WITH moved AS%%' AND statement LIKE '%%closed0 AS%%'"
+            "WHERE statement LIKE 'WITH moved AS%%' AND statement LIKE '%%closed_rows AS%%'"
         ).fetchall()
     assert plans and all(generic >= 3 and custom <= 5 for generic, custom in plans), plans
     assert Ledger(open_store()).messages("s") == msgs

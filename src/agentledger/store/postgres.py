@@ -673,11 +673,10 @@ class PostgresStore(Store):
         """Apply ``plan`` (ranked by the ledger, no media) as one statement, its own
         transaction (``Queries.save_in_one``): about half the client and server work of the
         pipeline of a statement per write between BEGIN and COMMIT."""
-        args, closes = _write_args(plan, ranks)
+        args = _write_args(plan, ranks)
         args.update(session, **self._version_row(sid, plan))
-        for i, (name, closed) in enumerate(closes):
-            args.update({f"list{i}": name, f"ranks{i}": closed, f"count{i}": len(closed)})
-        sql = self._q.save_in_one(len(closes), bool(args["floor_lists"]), bool(plan.values))
+        closes, floors = bool(args["close_ranks"]), bool(args["floor_lists"])
+        sql = self._q.save_in_one(closes, floors, bool(plan.values))
         # prepared at once, not after psycopg's 5 runs: planning it took longer than running
         # it (0.34 ms against 0.21 for an edit), and a save of each shape is made again
         conn.execute(sql, args, prepare=True)
@@ -733,11 +732,10 @@ class PostgresStore(Store):
         q, v = self._q, plan.version
         if plan.media:
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._blob_lock(plan.key)])
-        args, closes = _write_args(plan, ranks)
+        args = _write_args(plan, ranks)
         args.update(version=v, sid=sid)
-        for name, closed in closes:
-            closing = {"list": name, "ranks": closed, "count": len(closed)}
-            conn.execute(q.close_rows, {"version": v, "sid": sid, **closing})
+        if args["close_ranks"]:
+            conn.execute(q.close_rows, args)
         if args["floor_lists"]:
             conn.execute(q.close_floors, args)
             conn.execute(q.insert_floors, args)
@@ -867,22 +865,21 @@ class PostgresStore(Store):
             )
 
 
-def _write_args(
-    plan: CommitPlan, ranks: Sequence[RankPlan]
-) -> tuple[dict[str, Any], list[tuple[str, list[bytes]]]]:
-    """The parameters of ``plan``'s writes at its ``ranks`` (one array per column of the rows
-    put, the lists whose floor rises and their floors, the named values closed and those set),
-    and the ranks each list closes. A list's puts and its ranks must pair up one to one."""
+def _write_args(plan: CommitPlan, ranks: Sequence[RankPlan]) -> dict[str, Any]:
+    """The parameters of ``plan``'s writes at its ``ranks``, each an array whatever the number
+    of rows or lists: a column each of the rows closed (list and rank) and of the rows put, the
+    lists whose floor rises and their floors, the named values closed and those set. A list's
+    puts and its ranks must pair up one to one."""
     args: dict[str, Any] = {k: [] for k in ("lists", "ranks", "ids", "digests")}
     args.update(bodies=[], words=[], refs=[], floor_lists=[], floors=[])
-    closes: list[tuple[str, list[bytes]]] = []
+    args.update(close_lists=[], close_ranks=[])
     for write, planned in zip(plan.lists, ranks, strict=True):
         if len(planned.put_ranks) != len(write.puts):
             raise _UserError(
                 f"list {write.name!r}: {len(write.puts)} puts but {len(planned.put_ranks)} ranks"
             )
-        if planned.closed_ranks:  # an append or a dropped prefix closes nothing
-            closes.append((write.name, planned.closed_ranks))
+        args["close_lists"] += [write.name] * len(planned.closed_ranks)
+        args["close_ranks"] += planned.closed_ranks
         if planned.floor is not None:
             args["floor_lists"].append(write.name)
             args["floors"].append(planned.floor)
@@ -900,7 +897,8 @@ def _write_args(
     args.update(
         names=list(plan.values), value_names=[n for n, _ in kept], raws=[r for _, r in kept]
     )
-    return args, closes
+    args["close_count"] = len(args["close_ranks"])
+    return args
 
 
 def _snippet(body: bytes, word: str) -> str:

@@ -247,29 +247,35 @@ def _above_floors(
 
 # -- the writes of a save, each written once: the pipeline runs them as statements of their
 # own, ``Queries.save_in_one`` as sub-statements of one, behind a ``gate`` (see there).
-def _close_rows(s: str, i: str = "", gate: str = "") -> str:
-    """Close the live rows of list ``%(list{i})s`` at ranks ``%(ranks{i})s``: matched as whole
-    keys, an index lookup on ``messages_live`` each (written as ``rank = ANY(...)``, or joined
-    to an unnest of lists and ranks, a planner without statistics scans the session's rows).
+def _close_rows(s: str, gate: str = "") -> str:
+    """Close the live rows of lists ``%(close_lists)s`` at ranks ``%(close_ranks)s`` (parallel
+    arrays, an element per row, however many lists the save closes rows of): matched as whole
+    keys, an index lookup on ``messages_live`` each, with or without statistics, in the plan
+    made with the parameters and in the one kept without them (written as ``rank = ANY(...)``,
+    a planner without statistics scanned the session's rows). Parameters for each list (three)
+    made a save closing rows of more than about 21,800 lists pass the protocol's limit of
+    65,535, and it could never commit.
 
-    ``LIMIT %(count{i})s`` (the number of ranks: it cuts nothing) tells the plan PostgreSQL
+    ``LIMIT %(close_count)s`` (the number of rows: it cuts nothing) tells the plan PostgreSQL
     keeps for a prepared statement how few rows the unnest gives; without it that plan counted
     ten, looked dearer than planning each save with its parameters, and every save that closes
     rows was planned anew (0.3-0.6 ms, more than running it)."""
     return (
         f"UPDATE {s}.messages SET version_to = %(version)s WHERE version_to IS NULL "
-        f"AND (sid, list, rank) IN (SELECT %(sid)s::bigint, %(list{i})s::text, "
-        f"unnest(%(ranks{i})b::bytea[]) LIMIT %(count{i})s){gate} RETURNING 1"
+        "AND (sid, list, rank) IN (SELECT %(sid)s::bigint, u.l, u.r "
+        "FROM unnest(%(close_lists)b::text[], %(close_ranks)b::bytea[]) AS u(l, r) "
+        f"LIMIT %(close_count)s){gate} RETURNING 1"
     )
 
 
-def _unless_all_live(s: str, found: str, i: str = "") -> str:
+def _unless_all_live(s: str, found: str) -> str:
     """A ``CASE`` branch that fails with ``data_corrupted`` unless ``found`` (the rows
-    ``_close_rows`` closed) is ``%(count{i})s``: fewer means the plan was made from ranks the
-    store does not hold."""
+    ``_close_rows`` closed) is ``%(close_count)s``: fewer means the plan was made from ranks
+    the store does not hold."""
+    lists = "(SELECT string_agg(DISTINCT l, ', ') FROM unnest(%(close_lists)b::text[]) AS l)"
     return (
-        f"WHEN {found} <> %(count{i})s THEN {s}.corrupt('list ' || %(list{i})s || ': ' "
-        f"|| {found} || ' of the ' || %(count{i})s || ' rows the save closes are live')"
+        f"WHEN {found} <> %(close_count)s THEN {s}.corrupt({found} || ' of the ' "
+        f"|| %(close_count)s || ' rows the save closes are live (lists ' || {lists} || ')')"
     )
 
 
@@ -333,7 +339,7 @@ class Queries:
 
     def __init__(self, schema: str) -> None:
         s = self._s = f'"{schema}"'
-        self._in_one: dict[tuple[int, bool, bool], str] = {}
+        self._in_one: dict[tuple[bool, bool, bool], str] = {}
         self.version = f"SELECT version FROM {s}.sessions WHERE tenant = %s AND session = %s"
         self.stamp = f"SELECT sid, version FROM {s}.sessions WHERE tenant = %s AND session = %s"
         self.session = (
@@ -495,11 +501,11 @@ class Queries:
         self.search_capped = search_sql(s, cap=True)
         self.search_recent = search_recent_sql(s)
 
-    def save_in_one(self, closes: int, floors: bool, values: bool) -> str:
+    def save_in_one(self, closes: bool, floors: bool, values: bool) -> str:
         """A save of a known session as one statement, its own transaction: the guarded bump,
-        the rows of ``closes`` lists closed (parameters ``list{i}``, ``ranks{i}``,
-        ``count{i}``), the floors of ``floor_lists`` replaced, the named values ``names``
-        closed and ``value_names`` set, the puts inserted and the version row written.
+        the rows at ``close_ranks`` of ``close_lists`` closed (if ``closes``), the floors of
+        ``floor_lists`` replaced, the named values ``names`` closed and ``value_names`` set,
+        the puts inserted and the version row written.
 
         The sub-statements of one ``WITH`` share a snapshot and run in no promised order, so
         the order that matters is made by data: every write waits for the bump (an uncorrelated
@@ -515,18 +521,18 @@ class Queries:
             self._in_one[shape] = self._build_in_one(closes, floors, values)
         return self._in_one[shape]
 
-    def _build_in_one(self, closes: int, floors: bool, values: bool) -> str:
+    def _build_in_one(self, closes: bool, floors: bool, values: bool) -> str:
         s = self._s
         bumped = " AND (SELECT ok FROM ok) = 1"
         parts = [
             f"moved AS ({self.bump})",
             "ok AS (SELECT 1 / (SELECT count(*)::int FROM moved) AS ok)",
         ]
-        checks = []
-        for i in map(str, range(closes)):
-            parts.append(f"closed{i} AS ({_close_rows(s, i, bumped)})")
-            checks.append(_unless_all_live(s, f"(SELECT count(*) FROM closed{i})", i))
-        done = f"CASE {' '.join(checks)} ELSE 1 END" if checks else "1"
+        done = "1"
+        if closes:
+            parts.append(f"closed_rows AS ({_close_rows(s, bumped)})")
+            check = _unless_all_live(s, "(SELECT count(*) FROM closed_rows)")
+            done = f"CASE {check} ELSE 1 END"
         parts.append(f"closed AS (SELECT {done} AS done)")
         if floors:
             parts += [
