@@ -69,6 +69,7 @@ from agentledger.store.base import (
 )
 from agentledger.store.body_text import text_of_body
 from agentledger.store.cursor import Keyset
+from agentledger.store.ids import shown
 from agentledger.store.media import blob_refs, decode_without_media
 from agentledger.store.postgres_lease import LeaseConnection
 from agentledger.store.ranks import RankPlan, plan_ranks
@@ -87,6 +88,18 @@ _DIGEST = 16  # bytes per blob digest in ``messages.blobs``
 #: Matches a search reads before it looks for its hits among the latest sessions instead
 #: (``PostgresStore.search``).
 SEARCH_CAP = 256
+#: The most bytes of rows (bodies, ids and words; blobs; values) one statement of a save
+#: carries, unless one row alone holds more. A statement's parameters travel in one protocol
+#: message, which PostgreSQL refuses past 1 GiB: a save holding more is written by several
+#: statements in its transaction (``_batches``), as SQLite would store it.
+BATCH_BYTES = 256 << 20
+#: The most bytes one row may hold (a message's body and id, a media blob, a named value), so
+#: that it fits, with the words of its text and the rest of its statement, in that 1 GiB
+#: message (PostgreSQL stores no value of 1 GiB either). A save holding a larger row can never
+#: commit: it is refused before anything is sent (``_refuse_oversized``), as a ``UserError``.
+MAX_ROW_BYTES = (1 << 30) - (16 << 20)
+#: The columns of the rows a save puts (``_write_args``), cut into batches together.
+_ROW_COLUMNS = ("lists", "ranks", "ids", "digests", "bodies", "words", "refs")
 
 
 def recent_rows(limit: int) -> int | None:
@@ -626,6 +639,7 @@ class PostgresStore(Store):
             "exact_title": _title_bytes(title),
             "count": plan.message_count,
         }
+        _refuse_oversized(plan)
         if plan.base_version and plan.base_incarnation.isdigit():
             return self._commit_known(conn, plan, session)
         with conn.pipeline() as pipe:
@@ -645,13 +659,16 @@ class PostgresStore(Store):
         """The common save, on a session whose row (``sid``, the incarnation) is known: one
         round trip. The guarded bump fails the pipeline if the session moved; the writes behind
         it never run then, and the stored stamp says why. A save the ledger planned that adds
-        no media (nearly every save) is one statement instead (``_save_in_one``)."""
+        no media and fits one statement (nearly every save) is one statement instead
+        (``_save_in_one``)."""
         sid = int(plan.base_incarnation)
         try:
             ranks = [w.ranks for w in plan.lists if w.ranks is not None]
             if len(ranks) == len(plan.lists) and not plan.media:
-                self._save_in_one(conn, sid, plan, ranks, session)
-                return plan.base_incarnation
+                args = _write_args(plan, ranks)
+                if _fits_one_statement(args):
+                    self._save_in_one(conn, sid, plan, args, session)
+                    return plan.base_incarnation
             with conn.pipeline() as pipe:
                 conn.execute("BEGIN")
                 conn.execute(self._q.bump_or_fail, session)
@@ -667,13 +684,12 @@ class PostgresStore(Store):
         conn: psycopg.Connection[Any],
         sid: int,
         plan: CommitPlan,
-        ranks: list[RankPlan],
+        args: dict[str, Any],
         session: dict[str, Any],
     ) -> None:
-        """Apply ``plan`` (ranked by the ledger, no media) as one statement, its own
-        transaction (``Queries.save_in_one``): about half the client and server work of the
-        pipeline of a statement per write between BEGIN and COMMIT."""
-        args = _write_args(plan, ranks)
+        """Apply ``plan`` (ranked by the ledger, no media; ``args``, its ``_write_args``) as
+        one statement, its own transaction (``Queries.save_in_one``): about half the client and
+        server work of the pipeline of a statement per write between BEGIN and COMMIT."""
         args.update(session, **self._version_row(sid, plan))
         closes, floors = bool(args["close_ranks"]), bool(args["floor_lists"])
         sql = self._q.save_in_one(closes, floors, bool(plan.values))
@@ -728,7 +744,8 @@ class PostgresStore(Store):
     ) -> None:
         """Queue every write of ``plan`` in the open transaction (pipelined, not yet synced):
         close the rows whose ranks ``ranks`` closes (all of them live, else the statement fails
-        with ``data_corrupted``), set the new floors, insert the puts at their ranks."""
+        with ``data_corrupted``), set the new floors, insert the puts at their ranks. Rows,
+        values and blobs are inserted ``BATCH_BYTES`` at a time (``_batches``)."""
         q, v = self._q, plan.version
         if plan.media:
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._blob_lock(plan.key)])
@@ -739,21 +756,25 @@ class PostgresStore(Store):
         if args["floor_lists"]:
             conn.execute(q.close_floors, args)
             conn.execute(q.insert_floors, args)
-        if args["lists"]:
-            conn.execute(q.insert_rows, args)
+        for rows in _batches(args, _ROW_COLUMNS, _row_bytes(args)):
+            conn.execute(q.insert_rows, {**args, **rows})
         if plan.values:
             conn.execute(q.close_values, args)
-            if args["value_names"]:
-                conn.execute(q.insert_values, args)
+            raws = ("value_names", "raws")
+            for values in _batches(args, raws, list(map(len, args["raws"]))):
+                conn.execute(q.insert_values, {**args, **values})
         if plan.media:
-            digests = list(plan.media)
-            tenant = plan.key.tenant
-            conn.execute(
-                q.insert_blobs,
-                {"tenant": tenant, "digests": digests, "datas": list(plan.media.values())},
-            )
-            conn.execute(q.insert_refs, {"tenant": tenant, "sid": sid, "digests": digests})
+            self._insert_media(conn, sid, plan)
         conn.execute(q.insert_version, self._version_row(sid, plan))
+
+    def _insert_media(self, conn: psycopg.Connection[Any], sid: int, plan: CommitPlan) -> None:
+        """Queue the inserts of ``plan``'s media blobs, ``BATCH_BYTES`` at a time, and of the
+        session's references to them."""
+        datas = list(plan.media.values())
+        media = {"tenant": plan.key.tenant, "digests": list(plan.media), "datas": datas}
+        for batch in _batches(media, ("digests", "datas"), list(map(len, datas))):
+            conn.execute(self._q.insert_blobs, {**media, **batch})
+        conn.execute(self._q.insert_refs, {**media, "sid": sid})
 
     @staticmethod
     def _version_row(sid: int, plan: CommitPlan) -> dict[str, Any]:
@@ -899,6 +920,67 @@ def _write_args(plan: CommitPlan, ranks: Sequence[RankPlan]) -> dict[str, Any]:
     )
     args["close_count"] = len(args["close_ranks"])
     return args
+
+
+def _row_bytes(args: dict[str, Any]) -> list[int]:
+    """The bytes of each row ``args`` (``_write_args``) puts: body, id and words. Counted at
+    four bytes a character, the most UTF-8 takes, unless that comes to more than ``BATCH_BYTES``
+    in all: only then are the strings encoded to count their bytes."""
+    rows = list(zip(args["bodies"], args["ids"], args["words"], strict=True))
+    bound = [len(body) + 4 * (len(i) + len(w or "")) for body, i, w in rows]
+    if sum(bound) <= BATCH_BYTES:
+        return bound
+    return [len(body) + len(i.encode()) + len((w or "").encode()) for body, i, w in rows]
+
+
+def _fits_one_statement(args: dict[str, Any]) -> bool:
+    """Whether the rows and values ``args`` (``_write_args``) puts fit one statement."""
+    return sum(_row_bytes(args)) + sum(map(len, args["raws"])) <= BATCH_BYTES
+
+
+def _batches(
+    args: dict[str, Any], columns: Sequence[str], sizes: list[int]
+) -> Iterator[dict[str, list[Any]]]:
+    """The parallel arrays ``columns`` of ``args`` cut, in order, into batches of rows holding
+    at most ``BATCH_BYTES`` together (``sizes``: each row's bytes), or of one row that alone
+    holds more (no row holds more than ``MAX_ROW_BYTES``: ``_refuse_oversized``)."""
+    start, held = 0, 0
+    for end, size in enumerate(sizes):
+        if held and held + size > BATCH_BYTES:
+            yield {name: args[name][start:end] for name in columns}
+            start, held = end, 0
+        held += size
+    if start < len(sizes):
+        yield {name: args[name][start:] for name in columns}
+
+
+def _refuse_oversized(plan: CommitPlan) -> None:
+    """Raise ``UserError`` if ``plan`` puts a row of more than ``MAX_ROW_BYTES`` (a message's
+    body and id, a blob, a value), which no statement can carry: such a save fails the same
+    way every time, so it is refused before anything is sent, never reported as a store that
+    might take it later."""
+    for write in plan.lists:
+        for _, msg in write.puts:
+            size = len(msg.body) + 4 * len(msg.msg_id)  # at most; its bytes only if too many
+            if size > MAX_ROW_BYTES:
+                size = len(msg.body) + len(msg.msg_id.encode())
+                if size > MAX_ROW_BYTES:
+                    what = f"message {shown(msg.msg_id)} of list {write.name!r}"
+                    raise _too_large(plan, what, size)
+    for name, raw in plan.values.items():
+        if raw is not None and len(raw) > MAX_ROW_BYTES:
+            raise _too_large(plan, f"the value {name!r}", len(raw))
+    for digest, data in plan.media.items():
+        if len(data) > MAX_ROW_BYTES:
+            raise _too_large(plan, f"the media blob {digest.hex()}", len(data))
+
+
+def _too_large(plan: CommitPlan, what: str, size: int) -> _UserError:
+    return _UserError(
+        f"session {shown(plan.key.session)}: {what} takes {size:,} bytes; PostgreSQL stores at "
+        f"most {MAX_ROW_BYTES:,} in one row (1 GiB, its limit for a value and for a statement, "
+        "less room for the rest of the statement)"
+    )
 
 
 def _snippet(body: bytes, word: str) -> str:
