@@ -1,6 +1,7 @@
 """The Postgres store's connection pool: one connection for a process that uses the store from
-one thread, a first use that fails (no server yet) leaves the store able to recover, and reads
-get through when every pooled connection died at once (a server restart)."""
+one thread, a first use that fails (no server yet) leaves the store able to recover, reads
+get through when every pooled connection died at once (a server restart), and a save is not
+failed for a pooled connection the server had ended while it idled."""
 
 from __future__ import annotations
 
@@ -60,6 +61,23 @@ def test_threads_that_use_a_new_store_at_once_all_get_through(pg_url: str, schem
         assert sorted(s.session_id for s in Ledger(store).list_sessions()) == [
             f"s{i}" for i in range(6)
         ]
+
+
+def test_a_save_on_a_pooled_connection_that_died_while_idle_is_tried_again_on_a_fresh_one(
+    pg_url: str, schema: str
+) -> None:
+    """The server ended the pool's only connection (a restart, an idle timeout, an
+    administrator): the save failed, not committed, though it never got to use a live one."""
+    with closing(PostgresStore(pg_url, schema=schema, pool_min=1, pool_max=1)) as store:
+        ledger = Ledger(store)
+        turn = [Msg.user("question", id="q"), Msg.assistant("answer", id="a")]
+        ledger.save("s", turn[:1])
+        with store._pool.connection() as conn:
+            pid = conn.info.backend_pid
+        pg.terminate(pg_url, pid)
+        assert ledger.save("s", turn).version == 2
+        assert Ledger(store).messages("s") == turn
+        assert [v.version for v in Ledger(store).history("s")] == [1, 2]
 
 
 class _Forward(socketserver.BaseRequestHandler):

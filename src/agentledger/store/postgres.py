@@ -32,7 +32,8 @@ import operator
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -186,6 +187,14 @@ def _public(info: dict[str, Any], schema: str) -> str:
     return f"postgresql://{user}{info.get('host', '')}{port}/{info.get('dbname', '')}#{schema}"
 
 
+@dataclass(frozen=True, slots=True)
+class _NotCommitted:
+    """A try at a commit that surely did not commit: why, and whether its connection broke."""
+
+    failure: Exception
+    broken: bool
+
+
 class PostgresStore(Store):
     """Sessions in PostgreSQL, shared by every process that opens the same database and schema.
 
@@ -227,9 +236,7 @@ class PostgresStore(Store):
         self._timeout = timeout
         self._q = ddl.Queries(self.schema)
         self._ready = False
-        self._leases = LeaseConnection(
-            self._lease_connect, self._pg.OperationalError, self.location
-        )
+        self._leases = LeaseConnection(self._connect, self._pg.OperationalError, self.location)
         self._pool_timeout = pool_module.PoolTimeout
         self._pool_closed = pool_module.PoolClosed  # an ``OperationalError``: caught first
         # The pool may grow only once ``setup`` has had its first connection: a request that
@@ -337,7 +344,8 @@ class PostgresStore(Store):
         self._pool.close()
         self._leases.close()
 
-    def _lease_connect(self) -> psycopg.Connection[Any]:
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection of the store's own (the lease connection, a retried commit)."""
         timeout = max(1, int(self._timeout))
         return self._pg.connect(self._conninfo, connect_timeout=timeout, **self._kwargs)
 
@@ -538,12 +546,36 @@ class PostgresStore(Store):
         a pipeline left busy, anything unexpected) can strike before or after the server
         committed, so the store asks on another connection, once the first one's transaction
         can no longer change (``_resolve``): committed is a success; not committed is
-        ``StoreUnavailableError``.
+        ``StoreUnavailableError``, after one more try on a connection of its own when the
+        pooled one had broken (most likely ended by the server while it idled in the pool: a
+        restart, a timeout, an administrator), so a caller is not failed for a connection it
+        never got to use.
         """
         title = check_title(plan)
+        outcome = self._attempt(plan, title, self._pool.connection())
+        if isinstance(outcome, _NotCommitted) and outcome.broken:
+            outcome = self._attempt(plan, title, self._own_connection())
+        if isinstance(outcome, _NotCommitted):
+            failure = outcome.failure
+            raise StoreUnavailableError(
+                f"the connection to PostgreSQL ({self.location}) failed while saving session "
+                f"{plan.key.session!r} as version {plan.version}, and the save was not "
+                f"committed: it was rolled back; retrying later is safe ({failure})"
+            ) from failure
+        return outcome
+
+    def _attempt(
+        self,
+        plan: CommitPlan,
+        title: str | None,
+        connection: AbstractContextManager[psycopg.Connection[Any]],
+    ) -> str | _NotCommitted:
+        """One try of ``commit`` on ``connection``: the incarnation if it committed (the store
+        asks when a failure leaves that open), ``_NotCommitted`` if it surely did not for a
+        reason a later try may not meet; raises what a retry would meet again."""
         failure: Exception | None = None
-        pid = 0
-        with self._errors("save"), self._pool.connection() as conn:
+        pid, broken = 0, False
+        with self._errors("save"), connection as conn:
             pid = conn.info.backend_pid
             try:
                 return self._commit(conn, plan, title)
@@ -560,7 +592,7 @@ class PostgresStore(Store):
             except self._pg.Error as exc:
                 if exc.sqlstate is not None and not conn.broken and self._roll_back(conn):
                     raise  # the server refused a statement: nothing was committed
-                failure = exc
+                failure, broken = exc, conn.broken
                 conn.close()  # the pool discards it; the server ends its transaction
             except Exception as exc:
                 failure = exc
@@ -570,13 +602,13 @@ class PostgresStore(Store):
                 raise
         assert failure is not None
         incarnation = self._resolve(plan, pid, failure)
-        if incarnation is None:
-            raise StoreUnavailableError(
-                f"the connection to PostgreSQL ({self.location}) failed while saving session "
-                f"{plan.key.session!r} as version {plan.version}, and the save was not "
-                f"committed: it was rolled back; retrying later is safe ({failure})"
-            ) from failure
-        return incarnation
+        return _NotCommitted(failure, broken) if incarnation is None else incarnation
+
+    @contextmanager
+    def _own_connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A new connection outside the pool, closed after use."""
+        with self._connect() as conn:
+            yield conn
 
     def _roll_back(self, conn: psycopg.Connection[Any]) -> bool:
         """End the connection's transaction; False (and the connection closed) if it cannot."""
