@@ -7,7 +7,9 @@ the model is called, with the run's input list, which it may change in place (se
 need the loaded state to dedupe, filter or inject input). The hook may also cut
 ``ctx.state.context`` short (a rewind: the run continues from there; what was cut stays in the
 ledger's history). A run whose input the hook emptied ends without calling the model: all it
-was given was already there.
+was given was already there. The run's saves expect the session at ``ctx.state.version`` as the
+hook leaves it: a hook that saves to the session itself sets it to the version its save
+committed (as the AG-UI server's does), else the run's first save fails with ``ConflictError``.
 
 Per run, a caller may also declare ``client_tools``: tools the model may call but the caller
 runs (an AG-UI frontend's tools). The run ends when the model calls one, the call waiting for
@@ -130,7 +132,9 @@ class ContextEditFailed(msgspec.Struct, frozen=True):
 
 
 class RunError(msgspec.Struct, frozen=True):
-    """The run failed; the input and every completed step are persisted."""
+    """The run failed; the input and every completed step are persisted. After a
+    ``ConflictError`` (another writer committed under the run), what the run had not yet saved
+    was dropped rather than saved over the other commit."""
 
     error: str
     kind: str

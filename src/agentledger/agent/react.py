@@ -3,10 +3,14 @@
 One run, in order: take the session's run lease, load the state, set ``ctx.state``, call
 ``on_state_loaded(ctx, msgs)``, resolve tool calls a crash left unanswered (``lifecycle``), append
 the input and **save**; then loop: stream from the model, check for an interrupt, **save** the
-answer, run its tool calls and **save** each result as it lands. A final save runs in ``finally``
-on every exit path: success, model error, interrupt, cancellation, max iterations; the run ends
+answer, run its tool calls and **save** each result as it lands. What is left unsaved is saved on
+every exit path: success, model error, interrupt, cancellation, max iterations; the run ends
 (and gives back its lease) only once that save is done, however often its task is cancelled
 meanwhile, so no save of a run that has ended can land on the next run's session.
+
+Every save is fenced: it expects the session at the version the run last loaded or saved, so a
+commit another writer made meanwhile (the run's lease was lost, or the writer took none) fails
+the run with ``ConflictError`` (its ``RunError``) and is never replaced.
 
 The answer is persisted under the id announced by ``ResponseStarted`` before the model streams,
 so a client shown the stream finds the same id in the store. Calls to the run's client tools are
@@ -73,7 +77,7 @@ from agentledger.agent.lifecycle import (
 from agentledger.agent.middleware import Middleware
 from agentledger.agent.model import Model, ModelSettings
 from agentledger.agent.tools import Tool, ToolContext, ToolLike, as_tools, describe_error
-from agentledger.errors import AgentLedgerError, HistoryError, ModelError, UserError
+from agentledger.errors import AgentLedgerError, ConflictError, HistoryError, ModelError, UserError
 from agentledger.messages import (
     Msg,
     TextBlock,
@@ -83,7 +87,7 @@ from agentledger.messages import (
     message_list,
     new_id,
 )
-from agentledger.store import Ledger, SessionKey, Store
+from agentledger.store import Ledger, SaveReport, SessionKey, Store
 from agentledger.store.aio import AsyncLedger
 from agentledger.store.base import check_wait
 from agentledger.store.tracked import TrackedList
@@ -128,6 +132,13 @@ class _Run:
     interrupt: InterruptSource | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
     refused: bool = False  # the history failed its check: nothing more is saved
+    saved_edits: int = 0  # ``context.edits`` when the context was last loaded or saved
+    saved_pending: dict[str, Any] = field(default_factory=dict)  # ``pending`` then
+    save_error: BaseException | None = None  # a save failed: nothing more is saved
+
+    def unsaved(self) -> bool:
+        """Whether the context or the pending calls changed since they were loaded or saved."""
+        return self.context.edits != self.saved_edits or self.pending != self.saved_pending
 
     def check(self, msgs: Sequence[Msg]) -> tuple[Msg, ...]:
         """``checker.check(msgs)``; a history it refuses is never saved (``refused``), so a
@@ -170,6 +181,22 @@ def _check_answer(model: str, message: Msg) -> None:
     if findings:
         said = "; ".join(f"{f.kind.value}: {f.text}" for f in findings)
         raise ModelError(f"model {model} answered with a message no provider takes: {said}")
+
+
+def _overtaken(run: _Run, exc: ConflictError) -> ConflictError:
+    """The run's error when a save found that another writer committed since ``run.version``:
+    what was kept, and what was not."""
+    unsaved = [m.id for m in run.context[run.context.changed_from :]]
+    named = ", ".join(unsaved[:5]) + (", ..." if len(unsaved) > 5 else "")
+    lost = f"; not saved: {len(unsaved)} message(s) ({named})" if unsaved else ""
+    saved = f"is in version {run.version} and earlier" if run.version else "was nothing"
+    return ConflictError(
+        f"session {run.ctx.session_id!r} moved on from version {run.version} under this run "
+        "(another writer committed: the run's lease was lost, or the writer took none); the "
+        f"run stopped without replacing that commit. What the run saved {saved}{lost}",
+        expected=run.version,
+        actual=exc.actual,
+    )
 
 
 def _edited_context(middleware: Middleware, edited: Any) -> list[Msg]:
@@ -350,6 +377,7 @@ class ReActAgent:
         # the context as a TrackedList known to be as stored: the first save compares from
         # where the run changed it, not from its first message
         state, run.context = await self.ledger.load_tracked(ctx.session_id, tenant=ctx.tenant)
+        run.saved_edits = run.context.edits
         ctx.state = state
         hook = ctx.on_state_loaded or self.on_state_loaded
         if hook is not None and not recover_only:
@@ -362,42 +390,57 @@ class ReActAgent:
             _replace_context(run.context, context)
         run.loaded = run.context.copy()  # what the run starts from
         run.pending = dict(state.values.get(PENDING_VALUE) or {})
-        run.version = state.version
+        run.saved_pending = dict(run.pending)
+        run.version = state.version  # as a hook that saved left it (the AG-UI server's does)
         yield RunStarted(ctx.session_id, ctx.tenant, run.run_id, run.version)
         try:
-            async for event in self._resume(run, msgs, recover_only or had_input):
-                yield event
-            if recover_only:
-                return
-            if msgs:
-                # input the model could not be sent is refused before it is stored
-                run.check([*run.context, *msgs])
-                run.context.extend(msgs)
-                for result in (r for m in msgs for r in m.tool_results):
-                    run.pending.pop(result.id, None)  # a client call answered by the input
-                async for event in self._save(run):
+            try:
+                async for event in self._steps(run, msgs, had_input, recover_only):
                     yield event
-            elif had_input:
-                yield RunFinished(None, "no_new_input", run.version)
-                return
-            elif not run.context or run.context[-1].role == "assistant":
-                raise UserError("nothing to run: no input and no pending tool results")
-            async for event in self._loop(run):
-                yield event
-        except _Interrupted as stop:
-            yield await self._finish_interrupt(run, stop.source)
-        # the last saves run to their end even if the task is cancelled again meanwhile (as a
-        # cancel scope does): merely shielded, the run ended, and gave its lease to the next
-        # one, while its save still wrote the session
-        except asyncio.CancelledError:
-            await shield_to_end(self._persist_interrupt(run, "user"))
-            raise
+                async for event in self._save_unsaved(run):  # records a recovery cleared
+                    yield event
+            except _Interrupted as stop:
+                yield await self._finish_interrupt(run, stop.source)
+            # the last saves run to their end even if the task is cancelled again meanwhile (as
+            # a cancel scope does): merely shielded, the run ended, and gave its lease to the
+            # next one, while its save still wrote the session
+            except asyncio.CancelledError:
+                await shield_to_end(self._persist_cancelled(run))
+                raise
         except AgentLedgerError as exc:
-            await shield_to_end(self._final_save(run))
-            yield RunError(str(exc), type(exc).__name__, run.version)
+            for event in await shield_to_end(self._recover(run, exc)):
+                yield event
+            said = "; ".join([str(exc), *getattr(exc, "__notes__", ())])
+            yield RunError(said, type(exc).__name__, run.version)
             raise
         finally:
-            await shield_to_end(self._final_save(run))
+            await shield_to_end(self._last_save(run))
+
+    async def _steps(
+        self, run: _Run, msgs: list[Msg], had_input: bool, recover_only: bool
+    ) -> AsyncIterator[AgentEvent]:
+        """The run from its load on: resume what a crash left, save the input, loop."""
+        async for event in self._resume(run, msgs, recover_only or had_input):
+            yield event
+        if recover_only:
+            return
+        if msgs:
+            # input the model could not be sent is refused before it is stored
+            run.check([*run.context, *msgs])
+            run.context.extend(msgs)
+            for result in (r for m in msgs for r in m.tool_results):
+                run.pending.pop(result.id, None)  # a client call answered by the input
+            async for event in self._save(run):
+                yield event
+        elif had_input:
+            async for event in self._save_unsaved(run):  # a cut the hook made
+                yield event
+            yield RunFinished(None, "no_new_input", run.version)
+            return
+        elif not run.context or run.context[-1].role == "assistant":
+            raise UserError("nothing to run: no input and no pending tool results")
+        async for event in self._loop(run):
+            yield event
 
     async def _loop(self, run: _Run) -> AsyncIterator[AgentEvent]:
         for _ in range(self.max_iters):
@@ -591,28 +634,76 @@ class ReActAgent:
         be new. A message is announced once, the first time a save commits its id; not if the
         run started with it (``loaded``), which can matter only once a save reaches back into
         those messages (a middleware's edit), so their ids are collected then, once. A message
-        appended with the id of an earlier one is written as a row of its own, and announced."""
+        appended with the id of an earlier one is written as a row of its own, and announced.
+
+        Every save of a run is fenced (``_commit``): a commit anyone else made since the run's
+        last load or save fails it with ``ConflictError`` instead of being replaced."""
         changed_from = run.context.changed_from
         if changed_from < len(run.loaded):
             run.committed.update(m.id for m in run.loaded)
             run.loaded = []  # collected once for the run
-        report = await self.ledger.save_state(
-            run.ctx.session_id,
-            lists={"context": run.context},
-            values={PENDING_VALUE: dict(run.pending) or None},
-            tenant=run.ctx.tenant,
-        )
-        run.version = report.version
+        report = await shield_to_end(self._commit(run))
         for msg in run.context[changed_from:]:
             if msg.id not in run.committed:
                 run.committed.add(msg.id)
                 yield MessageCommitted(msg, report.version)
 
-    async def _final_save(self, run: _Run) -> None:
-        if run.refused:
+    async def _commit(self, run: _Run) -> SaveReport:
+        """Save the run's state with ``expected_version`` the version the run last read or
+        wrote, and record the outcome in ``run``: the new version, or, if it failed, the error.
+        A session that moved on means
+        another writer committed under the run (its lease was lost, or the writer took none):
+        the save fails with ``ConflictError`` rather than replace their turn (re-planned, it
+        would have kept it only in history). ``_save`` sees this through even if the run is
+        cancelled meanwhile, so the run always knows the version its saves left."""
+        edits, pending = run.context.edits, dict(run.pending)
+        try:
+            report = await self.ledger.save_state(
+                run.ctx.session_id,
+                lists={"context": run.context},
+                values={PENDING_VALUE: pending or None},
+                tenant=run.ctx.tenant,
+                expected_version=run.version,
+            )
+        except ConflictError as exc:
+            run.save_error = _overtaken(run, exc)
+            raise run.save_error from exc
+        except BaseException as exc:
+            run.save_error = exc
+            raise
+        run.version, run.saved_edits, run.saved_pending = report.version, edits, pending
+        return report
+
+    async def _save_unsaved(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        """``_save``, if the run changed anything since its last save and may save at all: not
+        once its history was refused."""
+        if run.refused or not run.unsaved():
             return
-        async for _ in self._save(run):
+        async for event in self._save(run):
+            yield event
+
+    async def _final_save(self, run: _Run) -> None:
+        async for _ in self._save_unsaved(run):
             pass
+
+    async def _recover(self, run: _Run, exc: AgentLedgerError) -> list[AgentEvent]:
+        """What a run that failed with ``exc`` had not saved, saved now (``_save_unsaved``): the
+        ``MessageCommitted`` events of what that committed. A failure of this save is noted on
+        ``exc``, which stays the run's error."""
+        try:
+            return [event async for event in self._save_unsaved(run)]
+        except AgentLedgerError as failed:
+            exc.add_note(f"what the run had not saved was not saved either: {failed}")
+            return []
+
+    async def _last_save(self, run: _Run) -> None:
+        """The save of a run that ended on a path that made none (its stream closed early, an
+        error raised by the caller's code): a failure is logged, not raised over the exception
+        already on its way."""
+        try:
+            await self._final_save(run)
+        except AgentLedgerError as exc:
+            log.warning("the last save of a run of session %r failed: %s", run.ctx.session_id, exc)
 
     # -- interrupts ---------------------------------------------------------------------------
     def _raise_if_interrupted(self, run: _Run) -> None:
@@ -671,6 +762,18 @@ class ReActAgent:
             run.pending.pop(call.id, None)
         await self._final_save(run)
         return kept
+
+    async def _persist_cancelled(self, run: _Run) -> None:
+        """``_persist_interrupt`` for a cancelled run: the cancellation goes on whatever its save
+        does, so a save that fails (another writer committed, say) is logged."""
+        try:
+            await self._persist_interrupt(run, "user")
+        except AgentLedgerError as exc:
+            log.warning(
+                "a run of session %r was cancelled and what it kept was not saved: %s",
+                run.ctx.session_id,
+                exc,
+            )
 
     async def _finish_interrupt(self, run: _Run, source: InterruptSource) -> RunInterrupted:
         kept = await self._persist_interrupt(run, source)

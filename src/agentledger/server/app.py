@@ -9,11 +9,12 @@
 
 Refusals come before any event, as JSON ``{"error": {"code": ..., "message": ...}}``: 401 no or
 unknown token, 404 no such thread (in this tenant) or no such version of it, 409 the thread is
-running, 413 the body is over the limit, 415 a run body not sent as ``application/json`` (the
-guard against cross-site posts, see ``parse.check_body_type``) or compressed, 400 a body the
-client stopped sending, 422 a body that is not a valid run or a query value
-that is not valid (the message says which field; a cursor that is malformed or was taken in
-another tenant's listing is one), 503 the store is unreachable.
+running (or another writer changed it while the run began), 413 the body is over the limit,
+415 a run body not sent as ``application/json`` (the guard against cross-site posts, see
+``parse.check_body_type``) or compressed, 400 a body the client stopped sending, 422 a body
+that is not a valid run or a query value that is not valid (the message says which field; a
+cursor that is malformed or was taken in another tenant's listing is one), 503 the store is
+unreachable.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from agentledger.agent.tools import ToolLike
 from agentledger.errors import (
     AgentLedgerError,
     ClosedError,
+    ConflictError,
     HistoryError,
     SessionBusyError,
     SessionNotFoundError,
@@ -65,6 +67,7 @@ _STATUS: list[tuple[type[BaseException], int, str]] = [
     (UnsupportedBody, 415, "unsupported_media_type"),
     (BodyIncomplete, 400, "body_incomplete"),
     (SessionBusyError, 409, "thread_busy"),
+    (ConflictError, 409, "thread_changed"),  # written by another writer while the run began
     (SessionNotFoundError, 404, "thread_not_found"),
     (VersionNotFoundError, 404, "version_not_found"),
     (StoreUnavailableError, 503, "store_unavailable"),

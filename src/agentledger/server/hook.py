@@ -98,12 +98,18 @@ async def save_client_values(
     """Store ``values`` the client sent in the thread ``state`` was loaded from, and make
     ``state`` hold them at the version they were committed as; ``UserError`` (HTTP 422) when
     the client's JSON holds what a value cannot. Without ``create``, a thread that does not
-    exist is not made to hold them: ``state`` alone takes them (once checked)."""
+    exist is not made to hold them: ``state`` alone takes them (once checked).
+
+    The save expects the thread at ``state.version``: a commit another writer made since the
+    load fails it with ``ConflictError`` (HTTP 409), since the run would go on from a thread
+    that is no longer the stored one (and, adopting the new version, save over that commit)."""
     if not values:
         return
     try:
         if create or state.version:
-            report = await ledger.save_state(session, values=values, tenant=tenant)
+            report = await ledger.save_state(
+                session, values=values, tenant=tenant, expected_version=state.version
+            )
             state.version = report.version
         else:
             for value in values.values():

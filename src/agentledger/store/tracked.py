@@ -88,6 +88,13 @@ class TrackedList(MutableSequence[Msg]):
         0, as for a list whose saves all failed since it was made."""
         return self._changed_from
 
+    @property
+    def edits(self) -> int:
+        """How many changes the list has had since it was made: the same count at two moments
+        means it did not change between them (a caller that notes it at each save can tell
+        whether anything is left to save)."""
+        return self._edits
+
     # -- changing -----------------------------------------------------------------------------
     def _touch(self, position: int, removed: int, added: int) -> None:
         """Record a change just made (a ``_Change``)."""
