@@ -3,6 +3,9 @@ load (or its last save) and its next save fails the run with ``ConflictError`` a
 session's live context, whichever save meets it (input, middleware edit, answer, tool result,
 interrupt, the recovery after an error). A run whose lease ends under it meets exactly that:
 the writer here takes no lease, as a run whose lease was lost is no longer kept out by it.
+
+And a run reports only what is durable: every message it announced (``MessageCommitted``) is
+stored and nothing else, whichever of its saves fails.
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ from typing import Any
 import pytest
 
 from agentledger import Msg, ToolUseBlock
-from agentledger.agent.context import RunError, RuntimeContext
+from agentledger.agent.context import MessageCommitted, RunError, RuntimeContext
 from agentledger.agent.events import TextDelta
 from agentledger.agent.middleware import Middleware
 from agentledger.agent.react import ReActAgent
 from agentledger.agent.tools import tool
-from agentledger.errors import ConflictError, UserError
-from agentledger.store import Ledger
+from agentledger.errors import ConflictError, StoreUnavailableError, UserError
+from agentledger.store import Ledger, SaveReport
 from agentledger.store.aio import AsyncLedger
 from agentledger.testing.scripted import ScriptedModel
 from tests.store.backends import LedgerOn, backend, ledger_on  # noqa: F401  (fixtures)
@@ -180,3 +183,53 @@ async def test_the_recovery_save_after_an_error_does_not_replace_another_commit(
     assert isinstance(last, RunError) and last.kind == "UserError"
     assert "not saved either" in last.error and "moved on" in last.error
     other.assert_kept()
+
+
+class _FailingSave(Ledger):
+    """A ledger whose ``fail_at``-th save fails, uncommitted, with ``StoreUnavailableError``;
+    ``failed_at`` is the session's version then."""
+
+    def __init__(self, ledger: Ledger, fail_at: int) -> None:
+        super().__init__(ledger.store)
+        self.fail_at, self.saves = fail_at, 0
+        self.failed_at: int | None = None
+
+    def save_state(self, *args: Any, **kwargs: Any) -> SaveReport:
+        self.saves += 1
+        if self.saves == self.fail_at:
+            self.failed_at = self.version("s")
+            raise StoreUnavailableError("the disk is full: not committed, retrying later is safe")
+        return super().save_state(*args, **kwargs)
+
+
+@tool
+def lookup(city: str) -> str:
+    """Weather for a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize("fail_at", range(1, 9))
+async def test_a_run_announces_exactly_what_is_stored_whichever_save_fails(
+    ledger: Ledger, fail_at: int
+) -> None:
+    """A run with a tool call makes seven saves; the one at ``fail_at`` fails, not committed,
+    and the run fails with it. The run's recovery once saved again what that save had not,
+    while the run still reported "not committed, retrying later is safe" (PostgreSQL, a pooled
+    connection killed while the model ran): a caller retrying the turn, as told, stored it
+    twice. Nothing is committed after a save the run reports as failed."""
+    failing = _FailingSave(ledger, fail_at)
+    call = Msg.assistant([ToolUseBlock(id="call_1", name="lookup", input={"city": "Paris"})])
+    agent = ReActAgent(ScriptedModel([call, "done"]), [lookup], store=AsyncLedger(failing))
+    events: list[object] = []
+    try:
+        async for event in agent.stream("A's question", "s"):
+            events.append(event)
+    except StoreUnavailableError:
+        last = events[-1]
+        assert isinstance(last, RunError) and last.kind == "StoreUnavailableError"
+        assert last.version == Ledger(ledger.store).version("s") == failing.failed_at
+    else:
+        assert failing.failed_at is None
+    announced = [e.message.id for e in events if isinstance(e, MessageCommitted)]
+    stored = [m.id for m in Ledger(ledger.store).messages("s")]
+    assert stored == [m.id for m in EARLIER] + announced

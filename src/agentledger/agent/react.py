@@ -10,7 +10,9 @@ meanwhile, so no save of a run that has ended can land on the next run's session
 
 Every save is fenced: it expects the session at the version the run last loaded or saved, so a
 commit another writer made meanwhile (the run's lease was lost, or the writer took none) fails
-the run with ``ConflictError`` (its ``RunError``) and is never replaced.
+the run with ``ConflictError`` (its ``RunError``) and is never replaced. A run reports only
+what is durable: each message a save committed is announced (``MessageCommitted``), and a save
+that failed is not tried again behind the run's error (which would make "not committed" untrue).
 
 The answer is persisted under the id announced by ``ResponseStarted`` before the model streams,
 so a client shown the stream finds the same id in the store. Calls to the run's client tools are
@@ -650,8 +652,8 @@ class ReActAgent:
 
     async def _commit(self, run: _Run) -> SaveReport:
         """Save the run's state with ``expected_version`` the version the run last read or
-        wrote, and record the outcome in ``run``: the new version, or, if it failed, the error.
-        A session that moved on means
+        wrote, and record the outcome in ``run``: the new version, or, if it failed, the error
+        (the run then saves nothing more: see ``_save_unsaved``). A session that moved on means
         another writer committed under the run (its lease was lost, or the writer took none):
         the save fails with ``ConflictError`` rather than replace their turn (re-planned, it
         would have kept it only in history). ``_save`` sees this through even if the run is
@@ -676,8 +678,10 @@ class ReActAgent:
 
     async def _save_unsaved(self, run: _Run) -> AsyncIterator[AgentEvent]:
         """``_save``, if the run changed anything since its last save and may save at all: not
-        once its history was refused."""
-        if run.refused or not run.unsaved():
+        once its history was refused, nor once a save failed. A save that failed is not tried
+        again, so what the run reports stays true: a save it reported as not committed (or
+        refused as a conflict) does not commit later behind that report."""
+        if run.refused or run.save_error is not None or not run.unsaved():
             return
         async for event in self._save(run):
             yield event
