@@ -13,6 +13,7 @@
     │   ├── SessionNotFoundError   no such session
     │   ├── VersionNotFoundError   the version never existed or its history was purged
     │   ├── SessionBusyError       another run holds the session's run lease
+    │   │   └── LeaseLostError     the lease a run held ended under it; its next save refused
     │   ├── StoreUnavailableError  unreachable, connection dropped, disk full or I/O error
     │   └── OutcomeUnknownError    a save's connection broke and the server stayed unreachable
     └── ModelError                 a model provider failed or answered with something unusable
@@ -33,6 +34,7 @@ __all__ = [
     "CorruptStoreError",
     "HistoryError",
     "InvalidIdError",
+    "LeaseLostError",
     "MissingDependencyError",
     "ModelError",
     "OutcomeUnknownError",
@@ -114,6 +116,13 @@ class VersionNotFoundError(StoreError):
 
 class SessionBusyError(StoreError):
     """Another run holds this session's run lease."""
+
+
+class LeaseLostError(SessionBusyError):
+    """The run lease this holder took ended while it held it (on PostgreSQL, its connection
+    ended: killed, closed by a server timeout, a restart), so another run may hold the session
+    now. Raised by the holder's next save that writes to the session, which is not applied:
+    what was committed before is intact, and nothing of another run's commit was replaced."""
 
 
 class StoreUnavailableError(StoreError):

@@ -133,9 +133,9 @@ class ContextEditFailed(msgspec.Struct, frozen=True):
 
 class RunError(msgspec.Struct, frozen=True):
     """The run failed. Every message a ``MessageCommitted`` event announced is persisted, at
-    ``version`` and before it, and nothing else the run made: after a ``ConflictError``
-    (another writer committed under the run), what the run had not yet saved was dropped
-    rather than saved over the other commit."""
+    ``version`` and before it, and nothing else the run made: after a ``ConflictError`` or a
+    ``LeaseLostError`` (another writer committed under the run, or its lease ended), what the
+    run had not yet saved was dropped rather than saved over the other commit."""
 
     error: str
     kind: str

@@ -10,9 +10,10 @@ meanwhile, so no save of a run that has ended can land on the next run's session
 
 Every save is fenced: it expects the session at the version the run last loaded or saved, so a
 commit another writer made meanwhile (the run's lease was lost, or the writer took none) fails
-the run with ``ConflictError`` (its ``RunError``) and is never replaced. A run reports only
-what is durable: each message a save committed is announced (``MessageCommitted``), and a save
-that failed is not tried again behind the run's error (which would make "not committed" untrue).
+the run with ``ConflictError`` (its ``RunError``) and is never replaced; on PostgreSQL a lease
+known lost fails the next save with ``LeaseLostError`` first. A run reports only what is durable:
+each message a save committed is announced (``MessageCommitted``), and a save that failed is not
+tried again behind the run's error (which would make "not committed" untrue).
 
 The answer is persisted under the id announced by ``ResponseStarted`` before the model streams,
 so a client shown the stream finds the same id in the store. Calls to the run's client tools are

@@ -487,6 +487,13 @@ class Store(Closable, ABC):
         and, when ``lease_dir`` is set, an exclusive ``flock`` on a lease file, which the OS
         releases if the holder dies; the Postgres backend uses an advisory lock instead.
         Raises ``SessionBusyError`` if the lease cannot be taken within ``wait`` seconds.
+
+        Neither lock can end while the holder's process lives, so such a lease is never lost
+        under its holder, with one exception: a lease file deleted (or its directory removed)
+        while held, after which another process locks a new file of the same name. A backend
+        whose lease can end under its holder (PostgreSQL's, with its connection) says so in
+        its own ``lease``; saves made with ``expected_version``, as the agent's are, never
+        replace another writer's commit in any case.
         """
         deadline = time.monotonic() + wait
         lock = process_lock(self.location, key)

@@ -901,6 +901,11 @@ class Ledger(Closable):
     ) -> Iterator[None]:
         """Hold the session's run lease (one active run per session); see ``Store.lease``.
         ``wait`` is how many seconds to wait for a busy session (``math.inf``: as long as it
-        takes) before ``SessionBusyError``."""
+        takes) before ``SessionBusyError``.
+
+        A lease that ends while held (on PostgreSQL, when its connection ends) fails the
+        holder's next save that writes with ``LeaseLostError``, not applied. Save with
+        ``expected_version`` under a lease, as the agent does: a lease that ended unnoticed
+        (a silent network cut) then still never lets a save replace another run's commit."""
         with self.store.lease(self.key(session, tenant), wait=check_wait(wait)):
             yield

@@ -41,6 +41,7 @@ from agentledger._optional import require
 from agentledger.errors import (
     ConflictError,
     CorruptStoreError,
+    LeaseLostError,
     OutcomeUnknownError,
     SessionBusyError,
     StoreError,
@@ -549,9 +550,11 @@ class PostgresStore(Store):
         ``StoreUnavailableError``, after one more try on a connection of its own when the
         pooled one had broken (most likely ended by the server while it idled in the pool: a
         restart, a timeout, an administrator), so a caller is not failed for a connection it
-        never got to use.
+        never got to use. A save to a session whose run lease this store took and lost
+        raises ``LeaseLostError`` instead, before anything is sent (see ``lease``).
         """
         title = check_title(plan)
+        self._check_lease(plan.key)
         outcome = self._attempt(plan, title, self._pool.connection())
         if isinstance(outcome, _NotCommitted) and outcome.broken:
             outcome = self._attempt(plan, title, self._own_connection())
@@ -873,13 +876,21 @@ class PostgresStore(Store):
         A session-level advisory lock on this store's lease connection; it is released on exit,
         or by the server when the holder's connection ends (crash, SIGKILL, lost host).
         Raises ``SessionBusyError`` if another run holds it for longer than ``wait`` seconds.
+
+        A lease can end under its holder: an administrator or a proxy ends its connection, the
+        server restarts. The holder then learns it at its next save to the session that writes
+        anything, through this store: ``LeaseLostError``, and the save is not applied (see
+        ``postgres_lease``; the connection is set never to time out for being idle). A
+        connection cut silently (a network failure) is noticed only once the server's
+        keepalives end it; saves made with ``expected_version``, as the agent's are, never
+        replace a commit another run made meanwhile in any case.
         """
         deadline = time.monotonic() + wait
         local = process_lock(self.location, key)  # advisory locks nest within one connection
         if not acquire_within(local, wait):
             raise self._busy(key)
         try:
-            lock = _lock_id("lease", self.schema, key.tenant, key.session)
+            lock = self._lease_lock(key)
             pause = 0.01
             while not self._try_lock(lock):
                 left = deadline - time.monotonic()
@@ -893,6 +904,20 @@ class PostgresStore(Store):
                 self._release(key, lock)
         finally:
             local.release()
+
+    def _lease_lock(self, key: SessionKey) -> int:
+        return _lock_id("lease", self.schema, key.tenant, key.session)
+
+    def _check_lease(self, key: SessionKey) -> None:
+        """``LeaseLostError`` if this store took the session's lease and it has ended since."""
+        with self._errors("lease"):
+            lost = self._leases.lost(self._lease_lock(key))
+        if lost:
+            raise LeaseLostError(
+                f"the run lease of session {key.session!r} (tenant {key.tenant!r}) ended while "
+                f"held: its connection to PostgreSQL ({self.location}) closed, so another run "
+                "may hold the session now; this save was not applied"
+            )
 
     def _try_lock(self, lock: int) -> bool:
         with self._errors("lease"):
