@@ -25,22 +25,14 @@ from agentledger.store.aio import AsyncLedger
 from agentledger.store.postgres import PostgresStore, _lock_id
 from agentledger.testing.scripted import ScriptedModel
 from tests.store import pg
+from tests.store.test_postgres import pg_url, schema
 
 pytestmark = pytest.mark.postgres
 
+__all__ = ["pg_url", "schema"]  # fixtures, shared with test_postgres.py
+
 OpenStore = Callable[..., PostgresStore]
 TURN = [Msg.user(f"message {i}", id=f"m{i}") for i in range(6)]
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> str:
-    return pg.require_server()
-
-
-@pytest.fixture
-def schema(pg_url: str) -> Iterator[str]:
-    with pg.fresh_schema(pg_url) as name:
-        yield name
 
 
 @pytest.fixture
