@@ -218,6 +218,8 @@ def _calls(ledger: Any, value: Any, fork: str) -> dict[str, Callable[[], Any]]:
         "save_state lists": lambda: ledger.save_state("s", lists=value),
         "save_state a list": lambda: ledger.save_state("s", lists={"context": value}),
         "save_state values": lambda: ledger.save_state("s", values=value),
+        "save_state create": lambda: ledger.save_state("new", create=value),
+        "save_state drop_unnamed": lambda: ledger.save_state("d", drop_unnamed=value),
     }
 
 
@@ -278,3 +280,16 @@ def test_a_tracked_list_extended_by_itself_doubles_as_a_list_does() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == [",".join(["a", "b"] * 4)]
+
+
+@pytest.mark.parametrize("value", [None, 1, "no", 0.0])
+def test_save_state_flags_are_bools_or_refused(value: Any) -> None:
+    """``create="no"`` made a session (any truthy value did), ``drop_unnamed=1`` emptied one."""
+    with Ledger("memory://") as ledger:
+        ledger.save("s", [Msg.user("hi", id="m1")])
+        for flag in ("create", "drop_unnamed"):
+            with pytest.raises(UserError, match=flag):
+                ledger.save_state("s", **{flag: value})
+            with pytest.raises(UserError, match=flag):
+                asyncio.run(AsyncLedger(ledger).save_state("t", **{flag: value}))
+        assert [m.id for m in ledger.messages("s")] == ["m1"] and not ledger.exists("t")

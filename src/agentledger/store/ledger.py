@@ -530,6 +530,8 @@ class Ledger(Closable):
         key = self.key(session, tenant)
         if expected_version is not None:
             checks.count("save", "expected_version", expected_version)
+        drop_unnamed = checks.flag("save_state", "drop_unnamed", drop_unnamed)
+        create = checks.flag("save_state", "create", create)
         # The caller's lists are read, not copied (a copy touches every message: see
         # ``planner.splice_into``). What is committed and remembered is what the plan read: the
         # committed messages it kept and the new ones it wrote, whatever another thread does to
